@@ -1,0 +1,17 @@
+"""runtime: the op set and a define-by-run tape engine on numpy (or cupy) arrays.
+
+    >>> import runtime as rt
+    >>> x = rt.tensor(2.0, requires_grad=True)
+    >>> y = 3 * x ** 2 + 2 * x + 1
+    >>> y.backward()
+    >>> float(x.grad)
+    14.0
+"""
+from . import ops  # noqa: F401
+from .check import gradcheck, numerical_grad  # noqa: F401
+from .mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401
+from .tensor import Tensor, tensor  # noqa: F401
+from .viz import to_dot  # noqa: F401
+
+__all__ = ["Tensor", "tensor", "no_grad", "enable_grad", "set_grad_enabled",
+           "is_grad_enabled", "gradcheck", "numerical_grad", "to_dot", "ops"]

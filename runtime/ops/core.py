@@ -1,0 +1,174 @@
+"""The primitive table: each op is declared once here and read by both engines.
+
+A `Primitive` holds
+- `impl`: the forward computation on concrete arrays (numpy or cupy, chosen from the
+  arguments by `runtime.backend.get_xp`),
+- `vjps`: one rule per input, `rule(g, out, *inputs, **params) -> cotangent or None`,
+  written by calling other primitives (never raw numpy), so that the same rule runs on
+  arrays (tape backward), on `runtime.Tensor` (create_graph) and on the compiler's
+  symbolic values (staging into the adjoint graph),
+- `spell`: how generated source writes a call (a format string or a function),
+- flags the engines need: which inputs are differentiable, whether the op broadcasts
+  its inputs, whether its rules read the primal inputs or output.
+
+Calling a primitive dispatches on its arguments: the first argument whose type has an
+`__op_dispatch__` hook (Tensor, the compiler's Var) takes the call; otherwise `impl` runs.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Optional, Sequence
+
+__all__ = ["Primitive", "defop", "PRIMITIVES", "apply_vjp", "ZERO"]
+
+#: name -> Primitive, the whole op set
+PRIMITIVES: dict[str, "Primitive"] = {}
+
+#: A rule returns None for "this input gets no gradient" (a structural zero).
+ZERO = None
+
+
+class Primitive:
+    """One op of the set. See the module docstring for the fields."""
+
+    __slots__ = (
+        "name", "impl", "vjps", "nondiff", "broadcasts", "differentiable", "meta",
+        "reads_inputs", "reads_out", "spell", "defaults", "elementwise", "doc",
+        "convention", "variadic",
+    )
+
+    def __init__(self, name, impl, *, vjps=(), nondiff=(), broadcasts=False,
+                 differentiable=True, meta=False, reads_inputs=True, reads_out=False,
+                 spell=None, defaults=None, elementwise=False, convention="",
+                 variadic=False, doc=""):
+        self.name = name
+        self.impl = impl
+        self.vjps = tuple(vjps)
+        self.nondiff = frozenset(nondiff)
+        self.broadcasts = broadcasts
+        self.differentiable = differentiable and not meta
+        self.meta = meta
+        self.reads_inputs = reads_inputs
+        self.reads_out = reads_out
+        self.spell = spell
+        self.defaults = dict(defaults or {})
+        self.elementwise = elementwise
+        self.convention = convention
+        self.variadic = variadic
+        self.doc = doc
+
+    def __call__(self, *args, **params):
+        for a in args:
+            hook = getattr(type(a), "__op_dispatch__", None)
+            if hook is not None:
+                return hook(self, args, params)
+        return self.impl(*args, **params)
+
+    def rule(self, i: int) -> Optional[Callable]:
+        """The VJP rule for input `i` (variadic ops share one rule), or None."""
+        if self.variadic:
+            return self.vjps[0] if self.vjps else None
+        return self.vjps[i] if i < len(self.vjps) else None
+
+    def is_diff_input(self, i: int) -> bool:
+        return self.differentiable and i not in self.nondiff
+
+    def __repr__(self):
+        return f"<primitive {self.name}>"
+
+
+def defop(name: str, impl: Callable, *vjps: Optional[Callable], **kw) -> Primitive:
+    """Register a primitive: `defop("sin", impl, vjp_sin, spell="np.sin({0})")`."""
+    if name in PRIMITIVES:
+        raise ValueError(f"primitive {name!r} is declared twice")
+    p = Primitive(name, impl, vjps=vjps, **kw)
+    PRIMITIVES[name] = p
+    return p
+
+
+def apply_vjp(prim: Primitive, g, out, args: Sequence[Any], params: dict,
+              needs: Sequence[bool]) -> list:
+    """Cotangents of `args` (None where not needed or structurally zero).
+
+    This is the one place where broadcasting is undone: for ops that broadcast, each
+    cotangent is reduced to its input's shape with `sum_to`. The tape engine and the
+    compiler both call this, each with its own kind of values.
+    """
+    from .shapes import shape, sum_to  # the shape group imports this module
+
+    cts = []
+    for i, need in enumerate(needs):
+        if not need:
+            cts.append(None)
+            continue
+        rule = prim.rule(i)
+        if rule is None:
+            ct = None
+        elif prim.variadic:
+            ct = rule(g, out, *args, index=i, **params)
+        else:
+            ct = rule(g, out, *args, **params)
+        if ct is not None and prim.broadcasts:
+            ct = sum_to(ct, shape(args[i]))
+        cts.append(ct)
+    return cts
+
+
+# ---- spellings: how generated source writes a call -------------------------------------
+# A spelling maps operand source texts (names or literals) and the params to an expression.
+
+def call(fn: str):
+    """Spell as a function call `fn(a, b, k=v)`, leaving out params equal to their default."""
+
+    def spell(ins: Sequence[str], params: dict, defaults: dict) -> str:
+        parts = list(ins)
+        for k, v in params.items():
+            if k in defaults and _same(defaults[k], v):
+                continue
+            parts.append(f"{k}={literal(v)}")
+        return f"{fn}({', '.join(parts)})"
+
+    return spell
+
+
+def fmt(template: str):
+    """Spell with a template over the operands, e.g. `'{0} + {1}'` or `'{0}.T'`."""
+
+    def spell(ins: Sequence[str], params: dict, defaults: dict) -> str:
+        return template.format(*ins, **params)
+
+    return spell
+
+
+def _same(a, b) -> bool:
+    return type(a) is type(b) and a == b
+
+
+def literal(v) -> str:
+    """Source text for a constant: plain Python literals, never numpy reprs."""
+    import math
+
+    import numpy
+
+    if isinstance(v, (bool, numpy.bool_)):
+        return repr(bool(v))
+    if isinstance(v, (int, numpy.integer)):
+        return repr(int(v))
+    if isinstance(v, (float, numpy.floating)):
+        f = float(v)
+        if math.isnan(f):
+            return "float('nan')"
+        if math.isinf(f):
+            return "float('inf')" if f > 0 else "-float('inf')"
+        return repr(f)
+    if isinstance(v, tuple):
+        inner = ", ".join(literal(x) for x in v)
+        return f"({inner},)" if len(v) == 1 else f"({inner})"
+    if isinstance(v, list):
+        return "[" + ", ".join(literal(x) for x in v) + "]"
+    if isinstance(v, slice):
+        return f"slice({literal(v.start)}, {literal(v.stop)}, {literal(v.step)})"
+    if v is Ellipsis:
+        return "..."
+    if v is None or isinstance(v, str):
+        return repr(v)
+    raise TypeError(f"no literal spelling for {type(v).__name__}")

@@ -1,0 +1,314 @@
+"""Elementwise primitives: arithmetic, math functions, comparisons, where/clip.
+
+Conventions where a derivative is undefined (PyTorch's documented choices):
+- relu'(0) = 0, abs'(0) = 0, sign' = 0 everywhere
+- maximum/minimum at ties: the gradient is split 0.5 / 0.5
+- clip passes the gradient to x when x lies on a bound (lo <= x <= hi)
+- sqrt'(0) = inf
+- d(x**y): at x == 0 the x-derivative is 0 where y == 0 and the y-derivative is 0
+  (the limit of x**y * log(x)); for x < 0, log(x) is nan like numpy
+- log of a negative number is nan, as numpy gives it
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy
+
+from ..backend import get_xp
+from .core import call, defop, fmt
+
+__all__ = [
+    "add", "subtract", "multiply", "divide", "negative", "power", "exp", "log", "log1p",
+    "expm1", "sqrt", "square", "reciprocal", "sin", "cos", "tan", "tanh", "sinh", "cosh",
+    "arcsin", "arccos", "arctan", "absolute", "sign", "maximum", "minimum", "where", "clip",
+    "relu", "sigmoid", "softplus", "less", "less_equal", "greater", "greater_equal", "equal",
+    "not_equal", "logical_and", "logical_or", "logical_not", "isfinite",
+]
+
+
+_PYTHON_SCALARS = (int, float, bool)
+
+
+def _ufunc(name):
+    """Forward implementation that calls numpy's (or cupy's) function `name`."""
+    f_np = getattr(numpy, name)
+
+    def impl(*args):
+        for a in args:
+            if type(a).__module__.startswith("cupy"):
+                return getattr(get_xp(a), name)(*args)
+        r = f_np(*args)
+        if isinstance(r, numpy.generic) and all(type(a) in _PYTHON_SCALARS for a in args):
+            return r.item()  # shape arithmetic stays in Python ints and floats
+        return r
+
+    impl.__name__ = name
+    return impl
+
+
+def _unary(name, *vjps, np_name=None, **kw):
+    np_name = np_name or name
+    return defop(name, _ufunc(np_name), *vjps, spell=call(f"np.{np_name}"), elementwise=True,
+                 **kw)
+
+
+def _binary(name, *vjps, np_name=None, spell=None, **kw):
+    np_name = np_name or name
+    return defop(name, _ufunc(np_name), *vjps, spell=spell or call(f"np.{np_name}"),
+                 broadcasts=True, elementwise=True, **kw)
+
+
+# ---- arithmetic ---------------------------------------------------------------------------
+
+def vjp_add(g, out, x, y):
+    return g
+
+
+def vjp_subtract_y(g, out, x, y):
+    return negative(g)
+
+
+def vjp_multiply_x(g, out, x, y):
+    return multiply(g, y)
+
+
+def vjp_multiply_y(g, out, x, y):
+    return multiply(g, x)
+
+
+def vjp_divide_x(g, out, x, y):
+    return divide(g, y)
+
+
+def vjp_divide_y(g, out, x, y):
+    return negative(divide(multiply(g, out), y))
+
+
+def vjp_negative(g, out, x):
+    return negative(g)
+
+
+def vjp_power_x(g, out, x, y):
+    if isinstance(y, numbers.Real):
+        # constant exponent: the common case, kept readable (g * 2 * x)
+        if y == 0:
+            return None
+        if y == 1:
+            return g
+        if y == 2:
+            return multiply(g, multiply(2, x))
+        return multiply(g, multiply(y, power(x, y - 1)))
+    return multiply(g, where(equal(y, 0), 0.0, multiply(y, power(x, subtract(y, 1)))))
+
+
+def vjp_power_y(g, out, x, y):
+    zero = equal(x, 0)
+    return multiply(g, where(zero, 0.0, multiply(out, log(where(zero, 1.0, x)))))
+
+
+add = _binary("add", vjp_add, vjp_add, spell=fmt("{0} + {1}"), reads_inputs=False)
+subtract = _binary("subtract", vjp_add, vjp_subtract_y, spell=fmt("{0} - {1}"),
+                   reads_inputs=False)
+multiply = _binary("multiply", vjp_multiply_x, vjp_multiply_y, spell=fmt("{0} * {1}"))
+divide = _binary("divide", vjp_divide_x, vjp_divide_y, np_name="true_divide",
+                 spell=fmt("{0} / {1}"), reads_out=True)
+power = _binary("power", vjp_power_x, vjp_power_y, spell=fmt("{0} ** {1}"), reads_out=True,
+                convention="d/dx at y == 0 is 0; d/dy at x == 0 is 0")
+negative = _unary("negative", vjp_negative, reads_inputs=False)
+negative.spell = fmt("-{0}")
+
+
+# ---- math functions -----------------------------------------------------------------------
+
+def vjp_exp(g, out, x):
+    return multiply(g, out)
+
+
+def vjp_log(g, out, x):
+    return divide(g, x)
+
+
+def vjp_log1p(g, out, x):
+    return divide(g, add(x, 1.0))
+
+
+def vjp_expm1(g, out, x):
+    return multiply(g, add(out, 1.0))
+
+
+def vjp_sqrt(g, out, x):
+    return divide(g, multiply(2.0, out))
+
+
+def vjp_square(g, out, x):
+    return multiply(g, multiply(2.0, x))
+
+
+def vjp_reciprocal(g, out, x):
+    return negative(multiply(g, square(out)))
+
+
+def vjp_sin(g, out, x):
+    return multiply(g, cos(x))
+
+
+def vjp_cos(g, out, x):
+    return negative(multiply(g, sin(x)))
+
+
+def vjp_tan(g, out, x):
+    return multiply(g, add(1.0, square(out)))
+
+
+def vjp_tanh(g, out, x):
+    return multiply(g, subtract(1.0, square(out)))
+
+
+def vjp_sinh(g, out, x):
+    return multiply(g, cosh(x))
+
+
+def vjp_cosh(g, out, x):
+    return multiply(g, sinh(x))
+
+
+def vjp_arcsin(g, out, x):
+    return divide(g, sqrt(subtract(1.0, square(x))))
+
+
+def vjp_arccos(g, out, x):
+    return negative(divide(g, sqrt(subtract(1.0, square(x)))))
+
+
+def vjp_arctan(g, out, x):
+    return divide(g, add(1.0, square(x)))
+
+
+def vjp_absolute(g, out, x):
+    return multiply(g, sign(x))
+
+
+def vjp_relu(g, out, x):
+    return where(greater(x, 0), g, 0.0)
+
+
+def vjp_sigmoid(g, out, x):
+    return multiply(g, multiply(out, subtract(1.0, out)))
+
+
+def vjp_softplus(g, out, x):
+    return multiply(g, sigmoid(x))
+
+
+def _relu(x):
+    return get_xp(x).maximum(x, 0)
+
+
+def _sigmoid(x):
+    xp = get_xp(x)
+    # exp of a non-positive number only: no overflow for large |x|
+    e = xp.exp(-xp.abs(x))
+    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
+def _softplus(x):
+    xp = get_xp(x)
+    return xp.maximum(x, 0) + xp.log1p(xp.exp(-xp.abs(x)))
+
+
+exp = _unary("exp", vjp_exp, reads_inputs=False, reads_out=True)
+log = _unary("log", vjp_log, convention="log of a negative number is nan")
+log1p = _unary("log1p", vjp_log1p)
+expm1 = _unary("expm1", vjp_expm1, reads_inputs=False, reads_out=True)
+sqrt = _unary("sqrt", vjp_sqrt, reads_inputs=False, reads_out=True,
+              convention="sqrt'(0) = inf")
+square = _unary("square", vjp_square)
+reciprocal = _unary("reciprocal", vjp_reciprocal, reads_inputs=False, reads_out=True)
+sin = _unary("sin", vjp_sin)
+cos = _unary("cos", vjp_cos)
+tan = _unary("tan", vjp_tan, reads_inputs=False, reads_out=True)
+tanh = _unary("tanh", vjp_tanh, reads_inputs=False, reads_out=True)
+sinh = _unary("sinh", vjp_sinh)
+cosh = _unary("cosh", vjp_cosh)
+arcsin = _unary("arcsin", vjp_arcsin)
+arccos = _unary("arccos", vjp_arccos)
+arctan = _unary("arctan", vjp_arctan)
+absolute = _unary("absolute", vjp_absolute, np_name="abs", convention="abs'(0) = 0")
+sign = _unary("sign", None, convention="zero gradient everywhere")
+relu = defop("relu", _relu, vjp_relu, spell=call("relu"), elementwise=True,
+             convention="relu'(0) = 0")
+sigmoid = defop("sigmoid", _sigmoid, vjp_sigmoid, spell=call("sigmoid"), elementwise=True,
+                reads_inputs=False, reads_out=True)
+softplus = defop("softplus", _softplus, vjp_softplus, spell=call("softplus"),
+                 elementwise=True, doc="log(1 + exp(x)), computed without overflow")
+
+
+# ---- maximum / minimum / where / clip -------------------------------------------------------
+
+def vjp_maximum_x(g, out, x, y):
+    return where(greater(x, y), g, where(equal(x, y), multiply(g, 0.5), 0.0))
+
+
+def vjp_maximum_y(g, out, x, y):
+    return where(less(x, y), g, where(equal(x, y), multiply(g, 0.5), 0.0))
+
+
+def vjp_where_x(g, out, c, x, y):
+    return where(c, g, 0.0)
+
+
+def vjp_where_y(g, out, c, x, y):
+    return where(c, 0.0, g)
+
+
+def vjp_clip_x(g, out, x, lo, hi):
+    inside = None
+    if lo is not None:
+        inside = greater_equal(x, lo)
+    if hi is not None:
+        below = less_equal(x, hi)
+        inside = below if inside is None else logical_and(inside, below)
+    return g if inside is None else where(inside, g, 0.0)
+
+
+def vjp_clip_lo(g, out, x, lo, hi):
+    return where(less(x, lo), g, 0.0)
+
+
+def vjp_clip_hi(g, out, x, lo, hi):
+    return where(greater(x, hi), g, 0.0)
+
+
+def _clip(x, lo, hi):
+    return get_xp(x, lo, hi).clip(x, lo, hi)
+
+
+maximum = _binary("maximum", vjp_maximum_x, vjp_maximum_y,
+                  convention="ties split the gradient 0.5 / 0.5")
+minimum = _binary("minimum", vjp_maximum_y, vjp_maximum_x,
+                  convention="ties split the gradient 0.5 / 0.5")
+where = defop("where", _ufunc("where"), None, vjp_where_x, vjp_where_y, nondiff=(0,),
+              broadcasts=True, elementwise=True, spell=call("np.where"))
+clip = defop("clip", _clip, vjp_clip_x, vjp_clip_lo, vjp_clip_hi, broadcasts=True,
+             elementwise=True, spell=call("np.clip"),
+             convention="on a bound the gradient goes to x")
+
+
+# ---- comparisons and logic: boolean outputs, no gradient ------------------------------------
+
+def _predicate(name, spell):
+    return defop(name, _ufunc(name), differentiable=False, elementwise=True,
+                 spell=fmt(spell) if "{" in spell else call(spell))
+
+
+less = _predicate("less", "{0} < {1}")
+less_equal = _predicate("less_equal", "{0} <= {1}")
+greater = _predicate("greater", "{0} > {1}")
+greater_equal = _predicate("greater_equal", "{0} >= {1}")
+equal = _predicate("equal", "{0} == {1}")
+not_equal = _predicate("not_equal", "{0} != {1}")
+logical_and = _predicate("logical_and", "np.logical_and")
+logical_or = _predicate("logical_or", "np.logical_or")
+logical_not = _predicate("logical_not", "np.logical_not")
+isfinite = _predicate("isfinite", "np.isfinite")

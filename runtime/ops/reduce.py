@@ -1,0 +1,135 @@
+"""Reductions over `axis` (None, an int or a tuple of ints) with `keepdims`.
+
+Conventions:
+- max and min split the gradient evenly among tied maxima (minima): with k ties each
+  receives g / k.
+- prod's gradient is exact where x contains zeros (the product of the other elements).
+- logsumexp is computed in the stable form m + log(sum(exp(x - m))).
+- var and std take numpy's `ddof`.
+"""
+from __future__ import annotations
+
+from ..backend import get_xp
+from .core import call, defop
+from .elementwise import (add, divide, equal, exp, multiply, subtract, where)
+from .shapes import broadcast_to, expand_dims, ones_like, shape
+
+__all__ = ["sum", "mean", "prod", "max", "min", "var", "std", "logsumexp", "reduced_size",
+           "unreduce"]
+
+_RED = dict(axis=None, keepdims=False)
+
+
+def _norm_axis(axis):
+    if isinstance(axis, list):
+        return tuple(axis)
+    return axis
+
+
+def reduced_size_impl(x, axis=None):
+    """How many elements each reduced output element summarizes (a Python int)."""
+    s = get_xp(x).shape(x) if not hasattr(x, "shape") else x.shape
+    if axis is None:
+        n = 1
+        for d in s:
+            n *= d
+        return n
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    n = 1
+    for a in axes:
+        n *= s[a]
+    return int(n)
+
+
+reduced_size = defop("reduced_size", reduced_size_impl, meta=True,
+                     spell=call("reduced_size"), defaults=dict(axis=None))
+
+
+def unreduce(g, x, axis, keepdims):
+    """Broadcast a reduced cotangent `g` back to the shape of `x`."""
+    if axis is not None and not keepdims:
+        g = expand_dims(g, axis=axis)
+    return broadcast_to(g, shape(x))
+
+
+# ---- rules ----------------------------------------------------------------------------------
+
+def vjp_sum(g, out, x, axis=None, keepdims=False):
+    return unreduce(g, x, axis, keepdims)
+
+
+def vjp_mean(g, out, x, axis=None, keepdims=False):
+    return divide(unreduce(g, x, axis, keepdims), reduced_size(x, axis=axis))
+
+
+def vjp_prod(g, out, x, axis=None, keepdims=False):
+    # d prod / d x_i = product of the others; exact also where x has zeros.
+    zero = equal(x, 0)
+    nonzero_prod = prod(where(zero, 1.0, x), axis=axis, keepdims=True)
+    zeros = sum(where(zero, ones_like(x), 0.0), axis=axis, keepdims=True)
+    others = where(zero, where(equal(zeros, 1), nonzero_prod, 0.0),
+                   divide(unreduce(out, x, axis, keepdims), where(zero, 1.0, x)))
+    return multiply(unreduce(g, x, axis, keepdims), others)
+
+
+def vjp_max(g, out, x, axis=None, keepdims=False):
+    tie = equal(x, unreduce(out, x, axis, keepdims))
+    count = sum(where(tie, ones_like(x), 0.0), axis=axis, keepdims=True)
+    return where(tie, divide(unreduce(g, x, axis, keepdims), count), 0.0)
+
+
+def vjp_var(g, out, x, axis=None, keepdims=False, ddof=0):
+    centered = subtract(x, mean(x, axis=axis, keepdims=True))
+    scale = divide(2.0, subtract(reduced_size(x, axis=axis), ddof))
+    return multiply(unreduce(g, x, axis, keepdims), multiply(centered, scale))
+
+
+def vjp_std(g, out, x, axis=None, keepdims=False, ddof=0):
+    centered = subtract(x, mean(x, axis=axis, keepdims=True))
+    n = subtract(reduced_size(x, axis=axis), ddof)
+    return divide(multiply(unreduce(g, x, axis, keepdims), centered),
+                  multiply(unreduce(out, x, axis, keepdims), n))
+
+
+def vjp_logsumexp(g, out, x, axis=None, keepdims=False):
+    return multiply(unreduce(g, x, axis, keepdims), exp(subtract(x, unreduce(out, x, axis,
+                                                                            keepdims))))
+
+
+# ---- forward implementations ----------------------------------------------------------------
+
+def _method(name):
+    def impl(x, axis=None, keepdims=False, **kw):
+        return getattr(get_xp(x), name)(x, axis=_norm_axis(axis), keepdims=keepdims, **kw)
+
+    impl.__name__ = name
+    return impl
+
+
+def _logsumexp(x, axis=None, keepdims=False):
+    xp = get_xp(x)
+    axis = _norm_axis(axis)
+    m = xp.max(x, axis=axis, keepdims=True)
+    m = xp.where(xp.isfinite(m), m, 0)
+    r = xp.log(xp.sum(xp.exp(x - m), axis=axis, keepdims=True)) + m
+    return r if keepdims else xp.squeeze(r, axis=axis)
+
+
+def _reduction(name, impl, rule, extra=None, **kw):
+    defaults = dict(_RED, **(extra or {}))
+    return defop(name, impl, rule, defaults=defaults,
+                 spell=call(f"np.{name}" if name != "logsumexp" else "logsumexp"), **kw)
+
+
+sum = _reduction("sum", _method("sum"), vjp_sum, reads_inputs=False)
+mean = _reduction("mean", _method("mean"), vjp_mean, reads_inputs=False)
+prod = _reduction("prod", _method("prod"), vjp_prod, reads_out=True,
+                  convention="exact at zeros")
+max = _reduction("max", _method("max"), vjp_max, reads_out=True,
+                 convention="ties share the gradient evenly")
+min = _reduction("min", _method("min"), vjp_max, reads_out=True,
+                 convention="ties share the gradient evenly")
+var = _reduction("var", _method("var"), vjp_var, extra=dict(ddof=0))
+std = _reduction("std", _method("std"), vjp_std, extra=dict(ddof=0), reads_out=True)
+logsumexp = _reduction("logsumexp", _logsumexp, vjp_logsumexp, reads_out=True,
+                       convention="stable form")
