@@ -26,6 +26,18 @@ PRIMITIVES: dict[str, "Primitive"] = {}
 #: A rule returns None for "this input gets no gradient" (a structural zero).
 ZERO = None
 
+# While the compiler lowers a function it installs a stager that sees every primitive call
+# (also those whose arguments are all constants, so that `np.zeros(3)` stays code instead
+# of becoming an embedded array). None the rest of the time.
+_stager = None
+
+
+def set_stager(fn):
+    """Install (or with None remove) the compiler's hook; returns the previous one."""
+    global _stager
+    prev, _stager = _stager, fn
+    return prev
+
 
 class Primitive:
     """One op of the set. See the module docstring for the fields."""
@@ -57,6 +69,8 @@ class Primitive:
         self.doc = doc
 
     def __call__(self, *args, **params):
+        if _stager is not None:
+            return _stager(self, args, params)
         for a in args:
             hook = getattr(type(a), "__op_dispatch__", None)
             if hook is not None:
