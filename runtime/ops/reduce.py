@@ -6,6 +6,8 @@ Conventions:
 - prod's gradient is exact where x contains zeros (the product of the other elements).
 - logsumexp is computed in the stable form m + log(sum(exp(x - m))).
 - var and std take numpy's `ddof`.
+- std's gradient is 0 where std is 0 (PyTorch's choice; std is constant along a length-1
+  axis).
 """
 from __future__ import annotations
 
@@ -85,10 +87,14 @@ def vjp_var(g, out, x, axis=None, keepdims=False, ddof=0):
 
 
 def vjp_std(g, out, x, axis=None, keepdims=False, ddof=0):
+    # Where std is 0 (all values equal, e.g. a length-1 axis) the gradient is 0. The
+    # denominator is made safe too, so that 0/0 reaches neither this rule nor its derivative.
     centered = subtract(x, mean(x, axis=axis, keepdims=True))
     n = subtract(reduced_size(x, axis=axis), ddof)
-    return divide(multiply(unreduce(g, x, axis, keepdims), centered),
-                  multiply(unreduce(out, x, axis, keepdims), n))
+    spread = unreduce(out, x, axis, keepdims)
+    flat = equal(spread, 0)
+    return where(flat, 0.0, divide(multiply(unreduce(g, x, axis, keepdims), centered),
+                                   multiply(where(flat, 1.0, spread), n)))
 
 
 def vjp_logsumexp(g, out, x, axis=None, keepdims=False):
@@ -130,6 +136,7 @@ max = _reduction("max", _method("max"), vjp_max, reads_out=True,
 min = _reduction("min", _method("min"), vjp_max, reads_out=True,
                  convention="ties share the gradient evenly")
 var = _reduction("var", _method("var"), vjp_var, extra=dict(ddof=0))
-std = _reduction("std", _method("std"), vjp_std, extra=dict(ddof=0), reads_out=True)
+std = _reduction("std", _method("std"), vjp_std, extra=dict(ddof=0), reads_out=True,
+                  convention="0 where std is 0")
 logsumexp = _reduction("logsumexp", _logsumexp, vjp_logsumexp, reads_out=True,
                        convention="stable form")
