@@ -1,0 +1,636 @@
+"""Every primitive of `runtime.ops.PRIMITIVES`, table-driven.
+
+One `Spec` per case: the primitive, its arguments (differentiable float64 arrays drawn from
+an input domain, or constants such as shapes, indices and masks) and its params. For each
+spec
+- the forward value is compared with numpy (on arrays and on Tensors),
+- the VJP, run through the tape (`Tensor.backward` with a random cotangent), is compared
+  with float64 central finite differences: the full numerical gradient of <v, f(x)> for
+  small inputs, and the inner-product identity <u, vjp(v)> == <v, jvp(u)> always,
+- the second derivative: `backward(create_graph=True)`, then <grad, w> is differentiated
+  again (with respect to the inputs and to the cotangent) and compared with finite
+  differences of the first derivative.
+Meta and non-differentiable primitives have specs that check forward values only.
+"""
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pytest
+
+from runtime import ops
+from runtime.ops import PRIMITIVES
+from runtime.tensor import Tensor
+
+EPS1 = 1e-6  # step for finite differences of the function
+EPS2 = 1e-5  # step for finite differences of the (analytic) first derivative
+RTOL, ATOL = 1e-5, 1e-6
+FULL_JACOBIAN_MAX = 64  # inputs up to this size get the full numerical gradient
+FULL_HESSIAN_MAX = 24
+
+
+# ---- input domains ------------------------------------------------------------------------
+
+def real(rng, shape):
+    return rng.uniform(-2.0, 2.0, shape)
+
+
+def pos(rng, shape):
+    return rng.uniform(0.5, 2.0, shape)
+
+
+def unit(rng, shape):
+    return rng.uniform(-0.9, 0.9, shape)
+
+
+def nonzero(rng, shape):
+    """Away from 0 (for kinks at 0: abs, relu, sign) and for prod."""
+    return rng.choice([-1.0, 1.0], shape) * rng.uniform(0.3, 2.0, shape)
+
+
+def above_m1(rng, shape):
+    return rng.uniform(-0.5, 2.0, shape)
+
+
+def small(rng, shape):
+    return rng.uniform(-1.0, 1.0, shape)
+
+
+def away_from_bounds(rng, shape):
+    """Values that keep 0.1 away from the clip bounds -1 and 1."""
+    a = rng.uniform(-2.0, 2.0, shape)
+    return np.where(np.abs(np.abs(a) - 1.0) < 0.1, a * 0.5, a)
+
+
+def few(rng, shape):
+    """Small integer-valued floats, so that comparisons see ties."""
+    return rng.integers(-2, 3, shape).astype(np.float64)
+
+
+def boolean(rng, shape):
+    return rng.random(shape) < 0.5
+
+
+def specials(rng, shape):
+    a = rng.uniform(-2.0, 2.0, shape)
+    flat = a.reshape(-1)
+    flat[::3] = np.inf
+    flat[1::4] = np.nan
+    flat[2::5] = -np.inf
+    return a
+
+
+class A:
+    """An array argument drawn from `domain`; float ones become Tensors requiring grad."""
+
+    def __init__(self, shape, domain=real):
+        self.shape = tuple(shape)
+        self.domain = domain
+
+    def make(self, rng):
+        a = np.asarray(self.domain(rng, self.shape))
+        return a.astype(np.float64) if a.dtype.kind == "f" else a
+
+    def __repr__(self):
+        s = "x".join(map(str, self.shape)) or "0d"
+        return s if self.domain is real else f"{s}:{self.domain.__name__}"
+
+
+class Spec:
+    def __init__(self, prim, args, params=None, ref=None, grad=True, check=None, name=""):
+        self.prim = prim
+        self.args = tuple(args)
+        self.params = dict(params or {})
+        self.ref = ref
+        self.grad = grad
+        self.check = check  # a custom forward check for meta ops
+        self.name = name
+
+    @property
+    def id(self):
+        def short(a):
+            if isinstance(a, A):
+                return repr(a)
+            if isinstance(a, np.ndarray):
+                return f"arr{a.shape}"
+            return repr(a)
+
+        parts = [short(a) for a in self.args]
+        parts += [f"{k}={v!r}" for k, v in self.params.items()]
+        return f"{self.prim}({', '.join(parts)}){self.name}"
+
+    def materialize(self):
+        rng = np.random.default_rng(zlib.crc32(self.id.encode()))
+        return [a.make(rng) if isinstance(a, A) else a for a in self.args], rng
+
+
+# ---- independent references ---------------------------------------------------------------
+
+def adjoint(linear_fn, in_shape, ct):
+    """The adjoint of a linear map applied to `ct`, one basis vector at a time."""
+    r = np.zeros(in_shape)
+    for k in np.ndindex(*in_shape):
+        e = np.zeros(in_shape)
+        e[k] = 1.0
+        r[k] = np.sum(ct * linear_fn(e))
+    return r
+
+
+def ref_sum_to(x, newshape):
+    return adjoint(lambda e: np.broadcast_to(e, x.shape), tuple(newshape), x)
+
+
+def ref_scatter_add(v, idx, newshape):
+    return adjoint(lambda e: e[idx], tuple(newshape), v)
+
+
+def ref_trace_transpose(g, newshape, **p):
+    return adjoint(lambda e: np.trace(e, **p), tuple(newshape), g)
+
+
+def ref_grad_a(f):
+    def ref(g, a, b, **p):
+        return adjoint(lambda e: f(e, b, **p), np.shape(a), g)
+
+    return ref
+
+
+def ref_grad_b(f):
+    def ref(g, a, b, **p):
+        return adjoint(lambda e: f(a, e, **p), np.shape(b), g)
+
+    return ref
+
+
+def ref_reduced_size(x, axis=None):
+    if axis is None:
+        return int(np.size(x))
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    return int(np.prod([np.shape(x)[a] for a in axes]))
+
+
+def ref_logsumexp(x, axis=None, keepdims=False):
+    return np.log(np.sum(np.exp(x), axis=axis, keepdims=keepdims))
+
+
+def ref_sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def ref_softplus(x):
+    return np.log1p(np.exp(x))
+
+
+def ref_relu(x):
+    return np.where(x > 0, x, 0.0)
+
+
+def ref_concatenate(*xs, axis=0):
+    return np.concatenate(xs, axis=axis)
+
+
+def ref_stack(*xs, axis=0):
+    return np.stack(xs, axis=axis)
+
+
+def ref_to_device(x, device, source="cpu"):
+    return x
+
+
+def check_concat_index(shapes, axis):
+    parts = [np.random.default_rng(i).uniform(size=s) for i, s in enumerate(shapes)]
+    whole = np.concatenate(parts, axis=axis)
+    for i, p in enumerate(parts):
+        idx = ops.concat_index(*shapes, index=i, axis=axis)
+        np.testing.assert_array_equal(whole[idx], p)
+
+
+# ---- the table ------------------------------------------------------------------------------
+
+SPECS: list[Spec] = []
+
+
+def spec(prim, args, params=None, **kw):
+    SPECS.append(Spec(prim, args, params, **kw))
+
+
+# meta: shapes as values
+spec("shape", [A((2, 3))], ref=np.shape)
+spec("shape", [A(())], ref=np.shape)
+spec("ndim", [A((2, 3, 4))], ref=np.ndim)
+spec("ndim", [A(())], ref=np.ndim)
+for _axis in (None, 0, -1, (0, 2)):
+    spec("reduced_size", [A((2, 3, 4))], dict(axis=_axis), ref=ref_reduced_size)
+for _shapes, _axis in ((((2, 3), (4, 3), (1, 3)), 0), (((2, 3), (2, 1)), 1),
+                       (((2, 1, 3), (2, 2, 3)), -2), (((2, 3, 1), (2, 3, 2)), -1)):
+    spec("concat_index", [], check=lambda s=_shapes, a=_axis: check_concat_index(s, a),
+         name=f"{_shapes}, axis={_axis}")
+
+# creation, no gradient
+spec("zeros_like", [A((2, 3))], ref=np.zeros_like)
+spec("ones_like", [A((3,))], ref=np.ones_like)
+spec("zeros", [(2, 3)], ref=np.zeros)
+spec("zeros", [(2,)], dict(dtype="int64"), ref=np.zeros)
+spec("ones", [(3, 1)], ref=np.ones)
+spec("full", [(2, 2), 7.5], ref=np.full)
+spec("eye", [3], ref=np.eye)
+spec("eye", [3], dict(M=4, k=1), ref=np.eye)
+spec("arange", [5], ref=np.arange)
+spec("arange", [0.0, 1.0, 0.25], ref=np.arange)
+
+# comparisons and logic, boolean outputs
+for _p in ("less", "less_equal", "greater", "greater_equal", "equal", "not_equal"):
+    spec(_p, [A((3, 1), few), A((4,), few)], ref=getattr(np, _p))
+    spec(_p, [A((2, 3), few), 0.0], ref=getattr(np, _p))
+for _p in ("logical_and", "logical_or"):
+    spec(_p, [A((3, 1), boolean), A((4,), boolean)], ref=getattr(np, _p))
+spec("logical_not", [A((2, 3), boolean)], ref=np.logical_not)
+spec("isfinite", [A((3, 4), specials)], ref=np.isfinite)
+
+# elementwise, unary: (primitive, numpy reference, domain)
+UNARY = [
+    ("negative", np.negative, real), ("exp", np.exp, real), ("log", np.log, pos),
+    ("log1p", np.log1p, above_m1), ("expm1", np.expm1, real), ("sqrt", np.sqrt, pos),
+    ("square", np.square, real), ("reciprocal", np.reciprocal, pos), ("sin", np.sin, real),
+    ("cos", np.cos, real), ("tan", np.tan, small), ("tanh", np.tanh, real),
+    ("sinh", np.sinh, real), ("cosh", np.cosh, real), ("arcsin", np.arcsin, unit),
+    ("arccos", np.arccos, unit), ("arctan", np.arctan, real), ("absolute", np.abs, nonzero),
+    ("sign", np.sign, nonzero), ("relu", ref_relu, nonzero), ("sigmoid", ref_sigmoid, real),
+    ("softplus", ref_softplus, real),
+]
+for _p, _ref, _dom in UNARY:
+    for _shape in ((), (3,), (2, 3)):
+        spec(_p, [A(_shape, _dom)], ref=_ref)
+
+# elementwise, binary, with broadcast pairs and Python scalars
+BROADCAST_PAIRS = [((3,), (3,)), ((3, 1), (4,)), ((), (2, 3)), ((2, 3), ()),
+                   ((2, 1, 3), (4, 1))]
+BINARY = [("add", np.add, real, real), ("subtract", np.subtract, real, real),
+          ("multiply", np.multiply, real, real), ("divide", np.divide, real, nonzero),
+          ("power", np.power, pos, real), ("maximum", np.maximum, real, real),
+          ("minimum", np.minimum, real, real)]
+for _p, _ref, _dx, _dy in BINARY:
+    for _sx, _sy in BROADCAST_PAIRS:
+        spec(_p, [A(_sx, _dx), A(_sy, _dy)], ref=_ref)
+spec("add", [A((2, 3)), 1.5], ref=np.add)
+spec("subtract", [1.0, A((2, 3))], ref=np.subtract)
+spec("multiply", [2.5, A((3,))], ref=np.multiply)
+spec("divide", [1.0, A((2, 2), pos)], ref=np.divide)
+spec("divide", [A((2, 2)), 4.0], ref=np.divide)
+for _y in (0, 1, 2, 3, 0.5, -1.5):
+    spec("power", [A((2, 3), pos), _y], ref=np.power)
+spec("power", [A((3,), real), 2], ref=np.power, name=" negative base")
+spec("power", [2.0, A((3,))], ref=np.power)
+spec("maximum", [A((2, 3), nonzero), 0.0], ref=np.maximum)
+spec("minimum", [0.5, A((2, 3))], ref=np.minimum)
+
+spec("where", [A((3, 1), boolean), A((4,)), A(())], ref=np.where)
+spec("where", [A((2, 3), boolean), A((2, 3)), A((2, 3))], ref=np.where)
+spec("where", [A((2, 3), boolean), A((3,)), 0.0], ref=np.where)
+spec("clip", [A((3, 4), away_from_bounds), -1.0, 1.0], ref=np.clip)
+spec("clip", [A((3, 4), away_from_bounds), None, 1.0], ref=np.clip)
+spec("clip", [A((3, 4), away_from_bounds), -1.0, None], ref=np.clip)
+spec("clip", [A((3, 4)), A((3, 1), lambda r, s: r.uniform(-1.5, -0.5, s)),
+              A((4,), lambda r, s: r.uniform(0.5, 1.5, s))], ref=np.clip)
+
+# reductions: axis None / int / negative / tuple, keepdims
+REDUCTIONS = [("sum", np.sum, real), ("mean", np.mean, real), ("prod", np.prod, nonzero),
+              ("max", np.max, real), ("min", np.min, real), ("var", np.var, real),
+              ("std", np.std, real), ("logsumexp", ref_logsumexp, real)]
+for _p, _ref, _dom in REDUCTIONS:
+    for _axis, _keep in ((None, False), (None, True), (0, False), (-1, True),
+                         ((0, 2), False), ((-1, 0), True)):
+        spec(_p, [A((2, 3, 4), _dom)], dict(axis=_axis, keepdims=_keep), ref=_ref)
+    spec(_p, [A((5,), _dom)], dict(axis=0), ref=_ref)
+    spec(_p, [A((), _dom)], ref=_ref)
+for _p, _ref in (("var", np.var), ("std", np.std)):
+    spec(_p, [A((3, 4))], dict(axis=1, ddof=1), ref=_ref)
+    spec(_p, [A((3, 4))], dict(axis=None, keepdims=True, ddof=1), ref=_ref)
+
+# shapes
+spec("reshape", [A((2, 3)), (3, 2)], ref=np.reshape)
+spec("reshape", [A((2, 3)), (-1,)], ref=np.reshape)
+spec("reshape", [A((6,)), (2, 1, 3)], ref=np.reshape)
+spec("reshape", [A(()), (1, 1)], ref=np.reshape)
+for _axes in (None, (1, 2, 0), (-1, 0, 1)):
+    spec("transpose", [A((2, 3, 4))], dict(axes=_axes), ref=np.transpose)
+spec("transpose", [A((2, 3))], ref=np.transpose)
+for _a1, _a2 in ((0, 2), (-1, 0), (1, 1)):
+    spec("swapaxes", [A((2, 3, 4))], dict(axis1=_a1, axis2=_a2), ref=np.swapaxes)
+for _s, _d in ((0, -1), (2, 0), ((0, 1), (2, 0)), ((-1, 0), (0, 1))):
+    spec("moveaxis", [A((2, 3, 4))], dict(source=_s, destination=_d), ref=np.moveaxis)
+for _axis in (0, -1, (0, 3), 1):
+    spec("expand_dims", [A((2, 3))], dict(axis=_axis), ref=np.expand_dims)
+spec("expand_dims", [A(())], dict(axis=0), ref=np.expand_dims)
+for _axis in (None, 0, -1, (0, 2)):
+    spec("squeeze", [A((1, 3, 1))], dict(axis=_axis), ref=np.squeeze)
+for _sx, _s in (((3, 1), (2, 3, 4)), ((), (2, 3)), ((4,), (3, 4)), ((2, 3), (2, 3))):
+    spec("broadcast_to", [A(_sx), _s], ref=np.broadcast_to)
+for _s in ((3, 1), (4,), (), (1, 1, 4), (2, 3, 4), (2, 1, 4), (1, 3, 4)):
+    spec("sum_to", [A((2, 3, 4)), _s], ref=ref_sum_to)
+spec("sum_to", [A((3, 1)), (3, 1)], ref=ref_sum_to)
+for _shapes, _axis in ((((2, 3), (4, 3)), 0), (((2, 3), (2, 1), (2, 2)), 1),
+                       (((2, 2, 1), (2, 2, 3)), -1), (((3,),), 0)):
+    spec("concatenate", [A(s) for s in _shapes], dict(axis=_axis), ref=ref_concatenate)
+for _axis in (0, 1, -1):
+    spec("stack", [A((2, 3)), A((2, 3)), A((2, 3))], dict(axis=_axis), ref=ref_stack)
+spec("stack", [A(()), A(())], ref=ref_stack)
+for _axis in (None, 0, -1, (0, 2)):
+    spec("flip", [A((2, 3, 4))], dict(axis=_axis), ref=np.flip)
+
+GETITEM = [
+    ((3, 4), (slice(1, None), slice(None, None, 2))),
+    ((3, 4), 1),
+    ((3, 4), -1),
+    ((5,), 2),
+    ((5,), slice(None, None, -1)),
+    ((2, 3, 4), (Ellipsis, None, 0)),
+    ((2, 3, 4), (None, Ellipsis, slice(3, 0, -2))),
+    ((2, 3, 4), (1, Ellipsis)),
+    ((3, 4), np.array([0, 2, 0, 1, 0])),
+    ((3, 4), (np.array([0, 0, 2]), np.array([1, 1, 3]))),
+    ((3, 4), (slice(None), [0, 0, 2])),
+    ((3, 4), (np.array([[0, 1], [1, 1]]), slice(1, 3))),
+    ((3, 4), np.array([[True, False, True, True], [False, False, True, False],
+                       [True, True, True, False]])),
+    ((3, 4), np.array([True, False, True])),
+    ((2, 3, 4), (Ellipsis, np.array([3, 3, 0]))),
+]
+for _sx, _idx in GETITEM:
+    spec("getitem", [A(_sx), _idx], ref=lambda x, idx: x[idx])
+    _vshape = np.zeros(_sx)[_idx].shape
+    spec("scatter_add", [A(_vshape), _idx, _sx], ref=ref_scatter_add)
+
+spec("cast_like", [A((2, 3)), A((1,))], ref=lambda x, like: x.astype(like.dtype))
+spec("cast_like", [A((2, 3)), np.zeros(1, np.float32)], grad=False,
+     ref=lambda x, like: x.astype(like.dtype))
+spec("astype", [A((2, 3)), "float64"], ref=lambda x, dt: x.astype(dt))
+spec("astype", [A((2, 3)), "float32"], grad=False, ref=lambda x, dt: x.astype(dt))
+spec("astype", [A((2, 3), few), "int64"], grad=False, ref=lambda x, dt: x.astype(dt))
+spec("to_device", [A((2, 3))], dict(device="cpu", source="cpu"), ref=ref_to_device)
+
+# linear algebra: each bilinear op with its two cotangent primitives
+BILINEAR = {
+    "matmul": (np.matmul, [((2, 3), (3, 4), {}), ((3,), (3, 4), {}), ((2, 3), (3,), {}),
+                           ((3,), (3,), {}), ((2, 2, 3), (3, 4), {}),
+                           ((2, 1, 2, 3), (3, 3, 2), {}), ((3,), (2, 3, 2), {}),
+                           ((2, 2, 3), (3,), {})]),
+    "tensordot": (np.tensordot, [((2,), (3,), dict(axes=0)), ((2, 3), (3, 4), dict(axes=1)),
+                                 ((2, 3, 4), (3, 4, 2), dict(axes=2)),
+                                 ((2, 3), (3, 2), dict(axes=([1, 0], [0, 1]))),
+                                 ((2, 3), (3, 2), dict(axes=([0, 1], [1, 0]))),
+                                 ((2, 3, 4), (4, 2, 3), dict(axes=([1, 2], [2, 0]))),
+                                 ((2, 3, 4), (4, 5, 2), dict(axes=([-1, 0], [0, -1]))),
+                                 ((2, 3), (2, 4), dict(axes=([0], [0])))]),
+    "dot": (np.dot, [((3,), (3,), {}), ((2, 3), (3, 4), {}), ((2, 3), (3,), {}),
+                     ((3,), (3, 4), {}), ((2, 2, 3), (4, 3, 2), {}), ((), (2, 3), {}),
+                     ((2, 3), (), {})]),
+    "inner": (np.inner, [((3,), (3,), {}), ((2, 3), (4, 3), {}), ((2, 2, 3), (3,), {}),
+                         ((), (3,), {}), ((2, 3), (), {})]),
+    "outer": (np.outer, [((3,), (4,), {}), ((2, 2), (3,), {})]),
+}
+for _name, (_f, _cases) in BILINEAR.items():
+    for _sa, _sb, _params in _cases:
+        spec(_name, [A(_sa), A(_sb)], _params, ref=_f)
+        _gs = np.shape(_f(np.zeros(_sa), np.zeros(_sb), **_params))
+        spec(f"{_name}_grad_a", [A(_gs), A(_sa), A(_sb)], _params, ref=ref_grad_a(_f))
+        spec(f"{_name}_grad_b", [A(_gs), A(_sa), A(_sb)], _params, ref=ref_grad_b(_f))
+TRACES = [((3, 3), {}), ((3, 4), dict(offset=1)), ((4, 3), dict(offset=-1)),
+          ((2, 3, 3), dict(axis1=1, axis2=2)), ((3, 2, 4), dict(axis1=0, axis2=2, offset=1)),
+          ((3, 2, 3), dict(axis1=-1, axis2=0))]
+for _sx, _params in TRACES:
+    spec("trace", [A(_sx)], _params, ref=np.trace)
+    _gs = np.shape(np.trace(np.zeros(_sx), **_params))
+    spec("trace_transpose", [A(_gs), _sx], _params, ref=ref_trace_transpose)
+
+DIFF_SPECS = [s for s in SPECS if s.grad and PRIMITIVES[s.prim].differentiable]
+
+
+# ---- helpers -----------------------------------------------------------------------------------
+
+def _call(s, args):
+    return PRIMITIVES[s.prim](*args, **s.params)
+
+
+def _array_slots(s):
+    """Positions of float array arguments (those that become Tensors requiring grad)."""
+    return [i for i, a in enumerate(s.args) if isinstance(a, A) and a.domain is not boolean]
+
+
+def _replace(args, i, value):
+    args = list(args)
+    args[i] = value
+    return args
+
+
+def _leaves(s, args, only_diff=False):
+    prim = PRIMITIVES[s.prim]
+    slots = _array_slots(s)
+    return [Tensor(a.copy(), requires_grad=True)
+            if i in slots and (not only_diff or prim.is_diff_input(i)) else a
+            for i, a in enumerate(args)]
+
+
+def _grad_of(t, like):
+    if t.grad is None:  # a structural zero
+        return np.zeros(np.shape(like))
+    g = np.asarray(t.grad.data)
+    assert g.shape == np.shape(like), (g.shape, np.shape(like))
+    assert g.dtype == np.float64
+    return g
+
+
+def numerical_gradient(phi, args, i, eps):
+    """Central differences of the scalar `phi(args)` with respect to `args[i]`."""
+    x = args[i]
+    grad = np.zeros(x.shape)
+    for k in np.ndindex(*x.shape):
+        hi, lo = x.copy(), x.copy()
+        hi[k] += eps
+        lo[k] -= eps
+        grad[k] = (phi(_replace(args, i, hi)) - phi(_replace(args, i, lo))) / (2 * eps)
+    return grad
+
+
+def directional(fn, args, direction, eps):
+    """Central difference of `fn(args)` along `direction` (a dict slot -> array)."""
+    hi = [a + eps * direction[i] if i in direction else a for i, a in enumerate(args)]
+    lo = [a - eps * direction[i] if i in direction else a for i, a in enumerate(args)]
+    return (np.asarray(fn(hi)) - np.asarray(fn(lo))) / (2 * eps)
+
+
+def close(actual, expected, what):
+    np.testing.assert_allclose(actual, expected, rtol=RTOL, atol=ATOL, err_msg=what)
+
+
+# ---- tests -------------------------------------------------------------------------------------
+
+def test_every_primitive_has_a_spec():
+    covered = {s.prim for s in SPECS}
+    missing = sorted(set(PRIMITIVES) - covered)
+    assert not missing, f"primitives without a spec in tests/test_ops.py: {missing}"
+    unknown = sorted(covered - set(PRIMITIVES))
+    assert not unknown, f"specs for unknown primitives: {unknown}"
+
+
+def test_every_differentiable_primitive_is_checked_for_gradients():
+    diff = {n for n, p in PRIMITIVES.items() if p.differentiable}
+    assert diff - {s.prim for s in DIFF_SPECS} == set()
+
+
+@pytest.mark.parametrize("s", SPECS, ids=lambda s: s.id)
+def test_forward(s):
+    if s.check is not None:
+        s.check()
+        return
+    args, _ = s.materialize()
+    out = _call(s, args)
+    expected = s.ref(*args, **s.params)
+    if PRIMITIVES[s.prim].meta:
+        assert out == expected
+        assert type(out) is type(expected)
+    else:
+        assert np.shape(out) == np.shape(expected)
+        assert np.asarray(out).dtype == np.asarray(expected).dtype
+        np.testing.assert_allclose(out, expected, rtol=1e-12, atol=1e-12)
+    # the same call on Tensors gives the same values
+    leaves = _leaves(s, args)
+    tout = _call(s, leaves)
+    prim = PRIMITIVES[s.prim]
+    if prim.meta:
+        assert tout == expected
+        return
+    if not any(isinstance(a, Tensor) for a in leaves):
+        return
+    assert isinstance(tout, Tensor)
+    np.testing.assert_array_equal(tout.data, out)
+    wants_grad = prim.differentiable and any(
+        isinstance(a, Tensor) and a.requires_grad and prim.is_diff_input(i)
+        for i, a in enumerate(leaves)) and np.asarray(out).dtype.kind == "f"
+    assert tout.requires_grad == wants_grad
+    assert tout.is_leaf == (not wants_grad)
+
+
+@pytest.mark.parametrize("s", DIFF_SPECS, ids=lambda s: s.id)
+def test_vjp_against_finite_differences(s):
+    prim = PRIMITIVES[s.prim]
+    args, rng = s.materialize()
+    out0 = np.asarray(_call(s, args))
+    v = rng.standard_normal(out0.shape)
+
+    def phi(a):
+        return float(np.sum(v * _call(s, a)))
+
+    leaves = _leaves(s, args)
+    out = _call(s, leaves)
+    assert out.requires_grad
+    out.backward(v)
+    slots = _array_slots(s)
+    grads = {}
+    for i in slots:
+        if not prim.is_diff_input(i):
+            assert leaves[i].grad is None, f"input {i} is not differentiable"
+            continue
+        grads[i] = _grad_of(leaves[i], args[i])
+        if args[i].size <= FULL_JACOBIAN_MAX:
+            close(grads[i], numerical_gradient(phi, args, i, EPS1), f"input {i}")
+    # the inner-product trick, all inputs at once: <u, vjp(v)> == <v, jvp(u)>
+    u = {i: rng.standard_normal(args[i].shape) for i in grads}
+    lhs = sum(float(np.sum(u[i] * grads[i])) for i in grads)
+    rhs = float(np.sum(v * directional(lambda a: _call(s, a), args, u, EPS1)))
+    close(lhs, rhs, "<u, vjp(v)> vs <v, jvp(u)>")
+
+
+@pytest.mark.parametrize("s", DIFF_SPECS, ids=lambda s: s.id)
+def test_second_derivative(s):
+    prim = PRIMITIVES[s.prim]
+    args, rng = s.materialize()
+    out0 = np.asarray(_call(s, args))
+    v = rng.standard_normal(out0.shape)
+    slots = [i for i in _array_slots(s) if prim.is_diff_input(i)]
+    w = {i: rng.standard_normal(args[i].shape) for i in slots}
+
+    def s_of(a):
+        """<grad, w> computed with a first-order backward at the arrays `a`."""
+        leaves = [Tensor(x.copy(), requires_grad=True) if i in slots else x
+                  for i, x in enumerate(a)]
+        _call(s, leaves).backward(v)
+        return sum(float(np.sum(_grad_of(leaves[i], a[i]) * w[i])) for i in slots)
+
+    leaves = _leaves(s, args, only_diff=True)
+    vt = Tensor(v.copy(), requires_grad=True)
+    _call(s, leaves).backward(vt, create_graph=True)
+    firsts = {i: leaves[i].grad for i in slots}
+    for i in slots:
+        leaves[i].grad = None
+    terms = [(firsts[i] * w[i]).sum() for i in slots if firsts[i] is not None]
+    # the first derivative itself must equal the plain backward's
+    for i in slots:
+        if firsts[i] is not None:
+            assert isinstance(firsts[i], Tensor)
+    total = None
+    for t in terms:
+        total = t if total is None else total + t
+    if total is not None and total.requires_grad:
+        total.backward()
+    np.testing.assert_allclose(0.0 if total is None else float(total.data), s_of(args),
+                               rtol=1e-12, atol=1e-12)
+
+    # d<grad, w>/dx against finite differences of the first derivative
+    u = {i: rng.standard_normal(args[i].shape) for i in slots}
+    hess = {i: _grad_of(leaves[i], args[i]) for i in slots}
+    lhs = sum(float(np.sum(u[i] * hess[i])) for i in slots)
+    rhs = float(directional(s_of, args, u, EPS2))
+    close(lhs, rhs, "<u, d<grad, w>/dx> vs finite differences of the first derivative")
+    for i in slots:
+        if args[i].size <= FULL_HESSIAN_MAX:
+            close(hess[i], numerical_gradient(s_of, args, i, EPS2), f"second derivative, input {i}")
+    # d<grad, w>/dv is the JVP along w: the rule is differentiable in its cotangent too
+    dv = _grad_of(vt, v)
+    close(dv, directional(lambda a: _call(s, a), args, w, EPS1),
+          "d<grad, w>/dv vs the directional derivative along w")
+
+
+# ---- conventions where derivatives are undefined (values from the op docs) ---------------------
+
+def _grad(prim, *values, **params):
+    ts = [Tensor(np.asarray(v, dtype=np.float64), requires_grad=True) for v in values]
+    prim(*ts, **params).backward(np.ones(np.shape(prim(*values, **params))))
+    return [None if t.grad is None else t.grad.data for t in ts]
+
+
+def test_prod_gradient_is_exact_at_zeros():
+    (g,) = _grad(ops.prod, [2.0, 0.0, 3.0])
+    np.testing.assert_array_equal(g, [0.0, 6.0, 0.0])
+    (g,) = _grad(ops.prod, [2.0, 0.0, 0.0])
+    np.testing.assert_array_equal(g, [0.0, 0.0, 0.0])
+    (g,) = _grad(ops.prod, [[0.0, 2.0], [3.0, 4.0]], axis=1)
+    np.testing.assert_array_equal(g, [[2.0, 0.0], [4.0, 3.0]])
+
+
+def test_max_and_min_split_ties_evenly():
+    (g,) = _grad(ops.max, [1.0, 3.0, 3.0, 3.0])
+    np.testing.assert_allclose(g, [0.0, 1 / 3, 1 / 3, 1 / 3])
+    (g,) = _grad(ops.min, [[1.0, 1.0], [0.0, 2.0]], axis=1)
+    np.testing.assert_allclose(g, [[0.5, 0.5], [1.0, 0.0]])
+
+
+def test_sign_has_zero_gradient():
+    (g,) = _grad(ops.sign, [-2.0, 0.0, 3.0])
+    assert g is None or not np.any(g)
+
+
+def test_python_scalars_stay_python_numbers():
+    assert ops.add(2, 3) == 5 and type(ops.add(2, 3)) is int
+    assert type(ops.multiply(2.0, 3)) is float
+    assert ops.reduced_size(np.zeros((2, 3, 4)), axis=(0, 2)) == 8
+
+
+def test_cast_to_float32_gives_the_gradient_back_in_float64():
+    x = Tensor(np.array([1.0, 2.0]), requires_grad=True)
+    y = ops.astype(x, "float32")
+    assert y.dtype == np.float32
+    (y * y).sum().backward()
+    assert x.grad.dtype == np.float64
+    np.testing.assert_allclose(x.grad.data, [2.0, 4.0])
