@@ -13,3 +13,35 @@ for _p in PRIMITIVES.values():
     HELPERS[_p.name] = _p.impl
 globals().update(HELPERS)
 __all__ = sorted(HELPERS)
+
+
+def as_float(x):
+    """A `wrt` argument as a floating array: Python scalars become float64 0-d arrays;
+    integer or boolean arrays are refused (their gradient would be meaningless)."""
+    dt = getattr(x, "dtype", None)
+    if dt is None:
+        if isinstance(x, (bool, complex)) or not isinstance(x, (int, float)):
+            raise TypeError(f"gradients need floating inputs, got {type(x).__name__} "
+                            f"{x!r:.60}")
+        import numpy
+
+        return numpy.float64(x)
+    if dt.kind not in "fc":
+        raise TypeError(f"gradients need floating inputs, got an array of dtype {dt}; "
+                        "convert it with x.astype(float)")
+    return x
+
+
+def check_scalar(out):
+    """Refuse a non-scalar output: the gradient of a vector function is not defined."""
+    shape = getattr(out, "shape", ())
+    if shape != ():
+        raise TypeError(
+            "Gradient only defined for scalar-output functions. Output had shape: "
+            f"{tuple(shape)}. For array outputs use srcgrad.vjp (or jacobian).")
+    return out
+
+
+HELPERS["as_float"] = as_float
+HELPERS["check_scalar"] = check_scalar
+__all__ = sorted(HELPERS)

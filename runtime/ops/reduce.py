@@ -43,8 +43,14 @@ def reduced_size_impl(x, axis=None):
     return int(n)
 
 
+def _spell_reduced_size(ins, params, defaults):
+    if params.get("axis") is None:
+        return f"{ins[0]}.size"
+    return call("reduced_size")(ins, params, defaults)
+
+
 reduced_size = defop("reduced_size", reduced_size_impl, meta=True,
-                     spell=call("reduced_size"), defaults=dict(axis=None))
+                     spell=_spell_reduced_size, defaults=dict(axis=None))
 
 
 def unreduce(g, x, axis, keepdims):

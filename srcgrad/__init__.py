@@ -1,0 +1,22 @@
+"""srcgrad: the gradient of a numpy function, as Python source you can read.
+
+    >>> import numpy as np, srcgrad
+    >>> @srcgrad.grad
+    ... def f(x):
+    ...     return np.sum(np.sin(x) ** 2)
+    >>> f(np.array([0.5]))          # doctest: +SKIP
+    array([0.84147098])
+    >>> print(f.source)             # doctest: +SKIP
+
+Pipeline (one module each): frontend (parse) -> lower (AST to IR) -> reverse (adjoint IR)
+-> optimize -> codegen (Python source) -> cache. Derivative rules come from the op set in
+`runtime.ops`, shared with the tape engine `runtime`.
+"""
+from .api import clear_cache, grad, show, value_and_grad, vjp  # noqa: F401
+from .errors import (CacheWarning, RecursiveCallError, SourceUnavailableError,  # noqa: F401
+                     SrcgradError, UnknownFunctionError, UnsupportedSyntaxError, WrtError)
+
+__version__ = "0.1.0"
+__all__ = ["grad", "value_and_grad", "vjp", "show", "clear_cache", "SrcgradError",
+           "UnsupportedSyntaxError", "UnknownFunctionError", "SourceUnavailableError",
+           "RecursiveCallError", "WrtError", "CacheWarning"]

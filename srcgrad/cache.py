@@ -1,0 +1,219 @@
+"""Stage 6, cache: generated source on disk, keyed by what it was generated from.
+
+The key is a sha256 of the compiler version, the options, the function's source, the
+sources of the user functions it can call and the values of the module-level scalars it
+reads. Files live under `$SRCGRAD_CACHE_DIR` (or `~/.cache/srcgrad`); `SRCGRAD_CACHE_DIR=""`
+turns the disk cache off. The directory is created private (0700). A file is executed
+only if it is a regular file owned by the user, not writable by group or others, and its
+recorded hash matches its content; otherwise it is regenerated with a CacheWarning.
+Files are written to a temporary name and renamed into place, so a reader never sees a
+half-written file and concurrent writers cannot corrupt one.
+"""
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import linecache
+import os
+import stat
+import sys
+import tempfile
+import types
+import warnings
+
+import numpy
+
+from .errors import CacheWarning
+
+__all__ = ["cache_dir", "cache_key", "load", "store", "clear", "exec_source"]
+
+VERSION = "0.1.0"
+_MAGIC = "# srcgrad-cache v1"
+
+
+def cache_dir() -> str | None:
+    """The cache directory, or None when the disk cache is off."""
+    env = os.environ.get("SRCGRAD_CACHE_DIR")
+    if env is not None:
+        return env or None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "srcgrad")
+
+
+def _describe(value, seen: set, depth: int = 0) -> str:
+    if isinstance(value, (bool, int, float, complex, str, type(None))):
+        return repr(value)
+    if isinstance(value, tuple) and all(isinstance(v, (bool, int, float, str, type(None)))
+                                        for v in value):
+        return repr(value)
+    if isinstance(value, numpy.ndarray):
+        if value.size <= 16:
+            return f"array{value.dtype}{value.shape}{value.tobytes().hex()}"
+        return f"array-by-name{value.dtype}"
+    if isinstance(value, types.FunctionType):
+        return _function_text(value, seen, depth + 1)
+    mod = getattr(value, "__name__", None)
+    return f"{type(value).__name__}:{mod}"
+
+
+def _function_text(fn, seen: set, depth: int = 0) -> str:
+    fn = inspect.unwrap(fn)
+    code = getattr(fn, "__code__", None)
+    if code is None or code in seen or depth > 50:
+        return f"fn:{getattr(fn, '__qualname__', '?')}"
+    seen.add(code)
+    try:
+        src = inspect.getsource(fn)
+    except (OSError, TypeError):
+        src = f"<no source {fn.__qualname__}>"
+    parts = [src, f"@{code.co_filename}:{code.co_firstlineno}"]
+    names = set()
+    stack = [code]
+    while stack:
+        c = stack.pop()
+        names.update(c.co_names)
+        stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+    g = fn.__globals__
+    for name in sorted(names):
+        if name in g:
+            parts.append(f"{name}={_describe(g[name], seen, depth)}")
+    if fn.__closure__:
+        for name, cell in zip(code.co_freevars, fn.__closure__):
+            try:
+                parts.append(f"{name}~{_describe(cell.cell_contents, seen, depth)}")
+            except ValueError:
+                parts.append(f"{name}~<empty>")
+    if fn.__defaults__:
+        parts.append("defaults=" + ",".join(_describe(d, seen, depth) for d in fn.__defaults__))
+    return "\n".join(parts)
+
+
+def cache_key(fn, options: dict) -> str:
+    """Hex sha256 of everything the generated source depends on."""
+    h = hashlib.sha256()
+    h.update(f"{VERSION}|{sys.version_info[:2]}|{sorted(options.items())!r}\n".encode())
+    h.update(_function_text(fn, set()).encode())
+    return h.hexdigest()
+
+
+def _path(key: str) -> str | None:
+    d = cache_dir()
+    return None if d is None else os.path.join(d, key + ".py")
+
+
+def _safe_dir(d: str) -> bool:
+    try:
+        st = os.stat(d)
+    except FileNotFoundError:
+        try:
+            os.makedirs(d, mode=0o700, exist_ok=True)
+            os.chmod(d, 0o700)
+            st = os.stat(d)
+        except OSError:
+            return False
+    except OSError:
+        return False
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        return False
+    return not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+def _digest(meta: str, body: str) -> str:
+    return hashlib.sha256((meta + "\n" + body).encode()).hexdigest()
+
+
+def load(key: str):
+    """(source, meta, path) from the disk cache, or None. Unsafe or corrupt files are
+    never executed: they are reported with a CacheWarning and treated as missing."""
+    path = _path(key)
+    if path is None:
+        return None
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    problem = None
+    if not stat.S_ISREG(st.st_mode):
+        problem = "is not a regular file"
+    elif hasattr(os, "getuid") and st.st_uid != os.getuid():
+        problem = "is owned by another user"
+    elif st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        problem = "is writable by group or others"
+    text = None
+    if problem is None:
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except (OSError, UnicodeDecodeError):
+            problem = "cannot be read"
+    if problem is None:
+        head, _, rest = text.partition("\n")
+        meta_line, _, body = rest.partition("\n")
+        if not head.startswith(_MAGIC + " sha256=") or not meta_line.startswith("# meta="):
+            problem = "has no valid header"
+        elif head.split("sha256=", 1)[1].strip() != _digest(meta_line, body):
+            problem = "does not match its recorded hash (truncated or modified)"
+        else:
+            try:
+                meta = json.loads(meta_line[len("# meta="):])
+            except ValueError:
+                problem = "has unreadable metadata"
+    if problem is not None:
+        warnings.warn(f"srcgrad cache file {path} {problem}; it was not executed and will be "
+                      "regenerated", CacheWarning, stacklevel=4)
+        return None
+    return text, meta, path
+
+
+def store(key: str, source: str, meta: dict) -> str | None:
+    """Write atomically; returns the path, or None when the cache is off or unusable."""
+    path = _path(key)
+    if path is None or not _safe_dir(os.path.dirname(path)):
+        return None
+    meta_line = "# meta=" + json.dumps(meta, sort_keys=True)
+    text = f"{_MAGIC} sha256={_digest(meta_line, source)}\n{meta_line}\n{source}"
+    try:
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-", suffix=".py")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+            os.chmod(tmp, 0o600)
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+    except OSError:
+        return None
+    return path
+
+
+def clear() -> int:
+    """Delete the cache files; returns how many were removed."""
+    d = cache_dir()
+    if d is None or not os.path.isdir(d):
+        return 0
+    n = 0
+    for name in os.listdir(d):
+        if name.endswith(".py") and (len(name) == 67 or name.startswith(".tmp-")):
+            try:
+                os.unlink(os.path.join(d, name))
+                n += 1
+            except OSError:
+                pass
+    return n
+
+
+def exec_source(text: str, filename: str, namespace: dict) -> dict:
+    """Execute generated source as if loaded from `filename` (tracebacks show its lines)."""
+    if not os.path.exists(filename):
+        lines = text.splitlines(keepends=True)
+        linecache.cache[filename] = (len(text), None, lines, filename)
+    code = compile(text, filename, "exec")
+    exec(code, namespace)
+    return namespace

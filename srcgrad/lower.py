@@ -1,0 +1,793 @@
+"""Stage 2, lower: the function's AST -> IR (`Graph`), by abstract interpretation.
+
+The lowerer walks the statements in order, keeping an environment from names to values.
+A value is a `Var` (known only at run time), a Python constant, or a Python object the
+code refers to (a module, a numpy function, another user function). Calling a numpy
+spelling runs its adapter from `runtime.ops.numpy_api`; the adapter calls primitives, and
+while lowering every primitive call lands in `Builder.stage`, which appends an equation
+(or folds it when all inputs are constants). Calls to other user functions are inlined.
+
+Anything outside the supported subset raises an error that points at the user's line.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+import math
+import numbers
+import operator
+import threading
+import types
+from typing import Any
+
+import numpy
+
+from runtime import ops
+from runtime.ops import core as opcore
+from runtime.ops.core import Primitive, call, fmt
+from runtime.ops.numpy_api import ATTRIBUTES, METHODS, NUMPY, UnsupportedArgument
+
+from .errors import (RecursiveCallError, SrcgradError, UnknownFunctionError,
+                     UnsupportedSyntaxError)
+from .frontend import Source, parse_function
+from .ir import Eqn, Graph, Loc, Var
+
+__all__ = ["Builder", "lower", "current_builder", "StaticValueNeeded", "staging"]
+
+
+class StaticValueNeeded(Exception):
+    """Python needs a concrete value (a bool, an int, a length) of a run-time value."""
+
+    def __init__(self, what: str, var=None):
+        self.what = what
+        self.var = var
+        super().__init__(what)
+
+
+# ---- compiler-internal meta primitives (not part of the op set: no derivatives) --------------
+
+def _pack(*items):
+    return tuple(items)
+
+
+def _make_slice(start, stop, step):
+    return slice(start, stop, step)
+
+
+PACK = Primitive("pack", _pack, meta=True, spell=lambda i, p, d: (
+    f"({i[0]},)" if len(i) == 1 else f"({', '.join(i)})"))
+MAKE_SLICE = Primitive("make_slice", _make_slice, meta=True, spell=call("slice"))
+FLOORDIV = Primitive("floordiv", operator.floordiv, meta=True, spell=fmt("{0} // {1}"))
+MOD = Primitive("mod", operator.mod, meta=True, spell=fmt("{0} % {1}"))
+LEN = Primitive("len", len, meta=True, spell=call("len"))
+INT = Primitive("int", int, meta=True, spell=call("int"))
+CHECK_SCALAR = Primitive("check_scalar", None, meta=True, spell=call("check_scalar"))
+
+#: the shape class of values known to be 0-d
+SCALAR = ("scalar",)
+_CREATORS = {"zeros", "ones", "full", "eye", "arange", "zeros_like", "ones_like"}
+_SAME_SHAPE_ARG = {"sum_to": 1, "broadcast_to": 1, "reshape": 1, "scatter_add": 2}
+
+
+def _has_var(v) -> bool:
+    if isinstance(v, Var):
+        return True
+    if isinstance(v, (tuple, list)):
+        return any(_has_var(x) for x in v)
+    if isinstance(v, slice):
+        return _has_var(v.start) or _has_var(v.stop) or _has_var(v.step)
+    return False
+
+
+# ---- the builder: where staged primitive calls land -----------------------------------------
+
+_local = threading.local()
+_lock = threading.RLock()
+
+
+def current_builder() -> "Builder":
+    b = getattr(_local, "builder", None)
+    if b is None:
+        raise RuntimeError("a compiler value was used outside of compilation")
+    return b
+
+
+class staging:
+    """Context: route every primitive call to `builder` (one compilation at a time)."""
+
+    def __init__(self, builder):
+        self.builder = builder
+
+    def __enter__(self):
+        _lock.acquire()
+        self.prev_builder = getattr(_local, "builder", None)
+        _local.builder = self.builder
+        self.prev_stager = opcore.set_stager(self.builder.stage)
+        return self.builder
+
+    def __exit__(self, *exc):
+        opcore.set_stager(self.prev_stager)
+        _local.builder = self.prev_builder
+        _lock.release()
+        return False
+
+
+class Builder:
+    """Collects equations. `loc`, `phase` and `hint` label what is staged next."""
+
+    def __init__(self):
+        self.eqns: list[Eqn] = []
+        self.loc: Loc | None = None
+        self.phase = "fwd"
+        self.hint = "t"
+        self.shape_source: dict[int, Var] = {}  # id of a `shape(v)` result -> v
+        self.named: set[int] = set()  # Vars bound to a user's variable name
+
+    def stage(self, prim: Primitive, args, params):
+        for k, v in params.items():
+            if _has_var(v):
+                raise StaticValueNeeded(f"the {k}= argument of {prim.name} (it must be a "
+                                        "constant at compile time)", v)
+        args = list(args)
+        for i, a in enumerate(args):
+            if isinstance(a, (tuple, slice)) and _has_var(a):
+                args[i] = self.index_value(a)
+        if not any(isinstance(a, Var) for a in args) and prim.name not in _CREATORS:
+            result = prim.impl(*args, **params)
+            if not isinstance(result, numpy.ndarray) or result.size <= 16:
+                return result  # constant folding
+        hint = f"{args[0].hint}_shape" if prim.name == "shape" and isinstance(args[0], Var) \
+            else self.hint
+        out = Var(hint, kind=self._kind(prim, args))
+        self._classes(prim, args, params, out)
+        self.eqns.append(Eqn(prim, args, [out], dict(params), self.loc, self.phase))
+        if prim.name == "shape" and isinstance(args[0], Var):
+            self.shape_source[out.id] = args[0]
+        return out
+
+    def index_value(self, idx):
+        """An index (tuple or slice) with run-time parts as a Var built by pack/make_slice."""
+        if isinstance(idx, slice):
+            if not _has_var(idx):
+                return idx
+            return self.stage(MAKE_SLICE, [idx.start, idx.stop, idx.step], {})
+        if isinstance(idx, tuple) and _has_var(idx):
+            return self.stage(PACK, [self.index_value(i) for i in idx], {})
+        return idx
+
+    @staticmethod
+    def _kind(prim, args):
+        if prim.meta:
+            return "meta"
+        if prim.name in _CREATORS:
+            return "array"
+        return "array" if any(isinstance(a, Var) and a.kind == "array" for a in args) \
+            else "meta"
+
+    def _classes(self, prim, args, params, out):
+        """Propagate same-shape / same-dtype facts (see ir.Var)."""
+        arrays = [a for a in args if isinstance(a, Var) and a.kind == "array"]
+        others_scalar = all(isinstance(a, (Var, numbers.Number)) or a is None for a in args
+                            if not (isinstance(a, Var) and a.kind == "array"))
+        name = prim.name
+        if name in _SAME_SHAPE_ARG:
+            src = args[_SAME_SHAPE_ARG[name]]
+            if isinstance(src, Var) and src.id in self.shape_source:
+                out.sclass = self.shape_source[src.id].sclass
+            if isinstance(args[0], Var):
+                out.dclass = args[0].dclass
+            return
+        if name in ("zeros_like", "ones_like") and arrays:
+            out.sclass, out.dclass = arrays[0].sclass, arrays[0].dclass
+            return
+        if name == "cast_like" and len(arrays) == 2:
+            out.sclass, out.dclass = args[0].sclass, args[1].dclass
+            return
+        if prim.elementwise and arrays and others_scalar:
+            data = arrays if name != "where" else [a for a in args[1:]
+                                                   if isinstance(a, Var) and a.kind == "array"]
+            if len({a.sclass for a in arrays}) == 1:
+                out.sclass = arrays[0].sclass
+            if not prim.differentiable:
+                out.dclass = ("bool",)
+            elif data and len({a.dclass for a in data}) == 1:
+                out.dclass = data[0].dclass
+            return
+        if name in ("sum", "mean", "max", "min", "prod", "var", "std", "logsumexp") and \
+                params.get("axis") is None and not params.get("keepdims"):
+            out.sclass = SCALAR  # a full reduction: a 0-d result at every call
+        if name in ("sum", "mean", "max", "min", "prod", "var", "std", "logsumexp",
+                    "transpose", "swapaxes", "moveaxis", "expand_dims", "squeeze", "flip",
+                    "getitem", "concatenate", "stack", "trace") and arrays:
+            if len({a.dclass for a in arrays}) == 1:
+                out.dclass = arrays[0].dclass
+            return
+        if name.endswith(("_grad_a", "_grad_b")) and len(arrays) == 3:
+            like = args[1] if name.endswith("_grad_a") else args[2]
+            out.sclass = like.sclass
+        if name.startswith(("matmul", "dot", "inner", "outer", "tensordot")) and arrays:
+            if len({a.dclass for a in arrays}) == 1:
+                out.dclass = arrays[0].dclass
+
+
+# ---- values the lowerer handles besides Vars and constants ----------------------------------
+
+class _BoundMethod:
+    """`x.sum` before it is called: an array method of a run-time value."""
+
+    def __init__(self, adapter, obj, name):
+        self.adapter, self.obj, self.name = adapter, obj, name
+
+    def __call__(self, *args, **kwargs):
+        return self.adapter(self.obj, *args, **kwargs)
+
+
+class _LocalFunction:
+    """A `def` nested in the function being compiled; inlined where it is called."""
+
+    def __init__(self, node: ast.FunctionDef, lowerer: "Lowerer"):
+        self.node, self.lowerer = node, lowerer
+        self.__name__ = node.name
+
+
+_MATH = {
+    math.exp: ops.exp, math.log: ops.log, math.log1p: ops.log1p, math.expm1: ops.expm1,
+    math.sqrt: ops.sqrt, math.sin: ops.sin, math.cos: ops.cos, math.tan: ops.tan,
+    math.tanh: ops.tanh, math.sinh: ops.sinh, math.cosh: ops.cosh, math.asin: ops.arcsin,
+    math.acos: ops.arccos, math.atan: ops.arctan, math.fabs: ops.absolute,
+    math.pow: ops.power,
+}
+
+_BINOPS = {
+    ast.Add: (ops.add, operator.add), ast.Sub: (ops.subtract, operator.sub),
+    ast.Mult: (ops.multiply, operator.mul), ast.Div: (ops.divide, operator.truediv),
+    ast.Pow: (ops.power, operator.pow), ast.MatMult: (ops.matmul, operator.matmul),
+    ast.FloorDiv: (FLOORDIV, operator.floordiv), ast.Mod: (MOD, operator.mod),
+}
+
+_CMPOPS = {
+    ast.Lt: (ops.less, operator.lt), ast.LtE: (ops.less_equal, operator.le),
+    ast.Gt: (ops.greater, operator.gt), ast.GtE: (ops.greater_equal, operator.ge),
+    ast.Eq: (ops.equal, operator.eq), ast.NotEq: (ops.not_equal, operator.ne),
+}
+
+_UNSUPPORTED_STMT = {
+    ast.Try: "`try` statements", ast.With: "`with` statements", ast.Raise: "`raise`",
+    ast.Global: "`global` declarations", ast.Nonlocal: "`nonlocal` declarations",
+    ast.Delete: "`del`", ast.Import: "`import` inside the function",
+    ast.ImportFrom: "`import` inside the function", ast.ClassDef: "class definitions",
+    ast.AsyncFunctionDef: "async functions", ast.AsyncFor: "`async for`",
+    ast.AsyncWith: "`async with`", ast.Assert: "`assert` (checks would need run-time values)",
+}
+if hasattr(ast, "TryStar"):
+    _UNSUPPORTED_STMT[ast.TryStar] = "`try` statements"
+if hasattr(ast, "Match"):
+    _UNSUPPORTED_STMT[ast.Match] = "`match` statements"
+
+_UNSUPPORTED_EXPR = {
+    ast.Lambda: "`lambda` expressions", ast.Yield: "`yield` (generators)",
+    ast.YieldFrom: "`yield from` (generators)", ast.Await: "`await`",
+    ast.ListComp: "list comprehensions", ast.SetComp: "set comprehensions",
+    ast.DictComp: "dict comprehensions", ast.GeneratorExp: "generator expressions",
+    ast.NamedExpr: "assignment expressions (:=)", ast.Starred: "starred arguments (*args)",
+    ast.JoinedStr: "f-strings", ast.Set: "set displays",
+}
+
+_SIDE_EFFECTS = {builtins.print: "print()", builtins.input: "input()",
+                 builtins.open: "open()", builtins.exec: "exec()", builtins.eval: "eval()"}
+
+
+class _Return(Exception):
+    def __init__(self, value):
+        self.value = value
+
+
+# ---- the lowerer ------------------------------------------------------------------------------
+
+class Lowerer:
+    """Abstract interpreter of one function body (inlined callees get their own)."""
+
+    def __init__(self, src: Source, builder: Builder, env: dict, stack: tuple,
+                 consts: dict, outer: "Lowerer | None" = None):
+        self.src = src
+        self.b = builder
+        self.env = env
+        self.stack = stack  # code objects / defs on the inlining stack (recursion check)
+        self.consts = consts  # name -> Var for module-level arrays
+        self.outer = outer
+        self.node = src.tree
+
+    # -- errors -----------------------------------------------------------------------------
+
+    def error(self, msg, node=None, cls=SrcgradError):
+        node = node or self.node
+        lineno = getattr(node, "lineno", self.src.firstlineno)
+        col = getattr(node, "col_offset", 0)
+        return cls(msg, self.src.filename, lineno, col, self.src.line(lineno))
+
+    def unsupported(self, what, node):
+        return self.error(f"{what} not supported by srcgrad in a differentiated function",
+                          node, UnsupportedSyntaxError)
+
+    # -- statements ---------------------------------------------------------------------------
+
+    def run_body(self, body):
+        for stmt in body:
+            self.stmt(stmt)
+
+    def stmt(self, node):
+        self.node = node
+        text = self.src.line(node.lineno).strip()
+        self.b.loc = Loc(self.src.filename, node.lineno, node.col_offset, text)
+        self.b.hint = "t"
+        try:
+            method = getattr(self, "stmt_" + type(node).__name__, None)
+            if method is None:
+                what = _UNSUPPORTED_STMT.get(type(node), f"`{type(node).__name__}` statements")
+                raise self.unsupported(what + " are" if what.endswith("s") and not
+                                       what.endswith("(generators)") else what + " is", node)
+            method(node)
+        except (SrcgradError, _Return):
+            raise
+        except StaticValueNeeded as e:
+            raise self.error(f"srcgrad needs {e.what} at compile time, but it is only known "
+                             "when the function runs", self.node) from None
+        except (UnsupportedArgument, TypeError, ValueError, IndexError, KeyError,
+                AttributeError, ZeroDivisionError) as e:
+            raise self.error(f"{type(e).__name__}: {e}", self.node) from None
+
+    def stmt_Expr(self, node):
+        v = node.value
+        if isinstance(v, ast.Constant):
+            return  # a docstring or a bare constant
+        if isinstance(v, ast.Call):
+            f = self.expr(v.func)
+            if isinstance(f, types.BuiltinMethodType) and isinstance(
+                    getattr(f, "__self__", None), list) and f.__name__ in ("append", "extend"):
+                self.call(f, v)
+                return
+            if f in _SIDE_EFFECTS:
+                raise self.unsupported(f"{_SIDE_EFFECTS[f]} has side effects: it is", v)
+        raise self.unsupported("an expression whose value is discarded (a call made for its "
+                               "side effects) is", node)
+
+    def stmt_Pass(self, node):
+        pass
+
+    def stmt_Return(self, node):
+        self.b.hint = "out" if len(self.stack) == 1 else self.src.tree.name
+        raise _Return(None if node.value is None else self.expr(node.value))
+
+    def stmt_Assign(self, node):
+        target = node.targets[0] if len(node.targets) == 1 else None
+        if isinstance(target, ast.Name):
+            self.b.hint = target.id
+        value = self.expr(node.value)
+        for t in node.targets:
+            self.assign(t, value)
+
+    def stmt_AnnAssign(self, node):
+        if node.value is None:
+            return
+        if isinstance(node.target, ast.Name):
+            self.b.hint = node.target.id
+        self.assign(node.target, self.expr(node.value))
+
+    def stmt_AugAssign(self, node):
+        if not isinstance(node.target, ast.Name):
+            raise self.unsupported("augmented assignment into a subscript or attribute "
+                                   "(mutating an array) is", node)
+        self.b.hint = node.target.id
+        cur = self.load(node.target.id, node.target)
+        value = self.binop(node.op, cur, self.expr(node.value), node)
+        self.assign(node.target, value)
+
+    def stmt_FunctionDef(self, node):
+        if node.decorator_list:
+            raise self.unsupported("decorators on nested functions are", node)
+        self.env[node.name] = _LocalFunction(node, self)
+
+    def stmt_If(self, node):
+        test = self.expr(node.test)
+        if _has_var(test):
+            raise self.error("`if` on a value known only at run time is not supported yet "
+                             "(control flow arrives in a later release)", node.test,
+                             UnsupportedSyntaxError)
+        self.run_body(node.body if test else node.orelse)
+
+    def stmt_For(self, node):
+        raise self.unsupported("`for` loops are not yet", node)
+
+    def stmt_While(self, node):
+        raise self.unsupported("`while` loops are not yet", node)
+
+    def assign(self, target, value):
+        if isinstance(target, ast.Name):
+            if isinstance(value, Var) and self.b.eqns and self.b.eqns[-1].outs[0] is value:
+                value.hint = target.id
+                self.b.named.add(value.id)
+            self.env[target.id] = value
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            n = len(target.elts)
+            if isinstance(value, Var):
+                parts = [ops.getitem(value, i) for i in range(n)]
+            else:
+                parts = list(value)
+                if len(parts) != n:
+                    raise self.error(f"cannot unpack {len(parts)} values into {n} names",
+                                     target)
+            for t, v in zip(target.elts, parts):
+                self.assign(t, v)
+        elif isinstance(target, ast.Subscript):
+            raise self.unsupported("assignment into an array element (x[i] = v mutates the "
+                                   "array) is", target)
+        elif isinstance(target, ast.Attribute):
+            raise self.unsupported("assignment to an attribute is", target)
+        else:
+            raise self.unsupported(f"assignment to {type(target).__name__} is", target)
+
+    # -- expressions ---------------------------------------------------------------------------
+
+    def expr(self, node) -> Any:
+        prev, self.node = self.node, node
+        try:
+            method = getattr(self, "expr_" + type(node).__name__, None)
+            if method is None:
+                what = _UNSUPPORTED_EXPR.get(type(node), f"`{type(node).__name__}` expressions")
+                raise self.unsupported(what + " are" if what.endswith("s") else what + " is",
+                                       node)
+            return method(node)
+        except StaticValueNeeded as e:
+            raise self.error(f"srcgrad needs {e.what} at compile time, but it is only known "
+                             "when the function runs", node) from None
+        except (UnsupportedArgument, TypeError, ValueError, IndexError, ZeroDivisionError) as e:
+            raise self.error(f"{type(e).__name__}: {e}", node) from None
+        finally:
+            self.node = prev
+
+    def expr_Constant(self, node):
+        return node.value
+
+    def expr_Name(self, node):
+        return self.load(node.id, node)
+
+    def load(self, name, node):
+        if name in self.env:
+            return self.env[name]
+        if self.outer is not None:
+            try:
+                return self.outer.load(name, node)
+            except SrcgradError:
+                pass
+        try:
+            value = self.src.lookup(name)
+        except KeyError:
+            raise self.error(f"name {name!r} is not defined", node, UnknownFunctionError) \
+                from None
+        return self.constant(name, value)
+
+    def constant(self, name, value):
+        """A module-level or closure value: arrays are referenced by name, not copied."""
+        if isinstance(value, numpy.ndarray) and value.size > 16:
+            var = self.consts.get(name)
+            if var is None or var.const_value is not value:
+                var = Var(name, "array")
+                var.const_name, var.const_value = name, value
+                self.consts[name] = var
+            return var
+        return value
+
+    def expr_Tuple(self, node):
+        return tuple(self.expr(e) for e in node.elts)
+
+    def expr_List(self, node):
+        return [self.expr(e) for e in node.elts]
+
+    def expr_Dict(self, node):
+        return {self.expr(k): self.expr(v) for k, v in zip(node.keys, node.values)}
+
+    def expr_BinOp(self, node):
+        return self.binop(node.op, self.expr(node.left), self.expr(node.right), node)
+
+    def binop(self, op, a, b, node):
+        entry = _BINOPS.get(type(op))
+        if entry is None:
+            raise self.unsupported(f"the operator {type(op).__name__} is", node)
+        prim, pyop = entry
+        if not _has_var(a) and not _has_var(b):
+            return pyop(a, b)
+        if isinstance(a, list) or isinstance(b, list) or isinstance(a, tuple) or \
+                isinstance(b, tuple):
+            if isinstance(op, (ast.Add, ast.Mult)) and not isinstance(a, Var) \
+                    and not isinstance(b, Var):
+                return pyop(a, b)  # joining Python lists/tuples of values
+        return prim(a, b)
+
+    def expr_UnaryOp(self, node):
+        v = self.expr(node.operand)
+        if isinstance(node.op, ast.USub):
+            return ops.negative(v) if _has_var(v) else -v
+        if isinstance(node.op, ast.UAdd):
+            return v
+        if isinstance(node.op, ast.Not):
+            return ops.logical_not(v) if _has_var(v) else not v
+        raise self.unsupported("the operator ~ is", node)
+
+    def expr_Compare(self, node):
+        left = self.expr(node.left)
+        result = None
+        for op, comp in zip(node.ops, node.comparators):
+            right = self.expr(comp)
+            entry = _CMPOPS.get(type(op))
+            if entry is None:
+                if _has_var(left) or _has_var(right):
+                    raise self.unsupported(f"the comparison {type(op).__name__} on run-time "
+                                           "values is", node)
+                r = {ast.Is: operator.is_, ast.IsNot: operator.is_not,
+                     ast.In: lambda a, b: a in b,
+                     ast.NotIn: lambda a, b: a not in b}[type(op)](left, right)
+            else:
+                prim, pyop = entry
+                r = prim(left, right) if (_has_var(left) or _has_var(right)) \
+                    else pyop(left, right)
+            if result is None:
+                result = r
+            elif _has_var(result) or _has_var(r):
+                result = ops.logical_and(result, r)
+            else:
+                result = result and r
+            left = right
+        return result
+
+    def expr_BoolOp(self, node):
+        values = [self.expr(v) for v in node.values]
+        if any(_has_var(v) for v in values):
+            prim = ops.logical_and if isinstance(node.op, ast.And) else ops.logical_or
+            out = values[0]
+            for v in values[1:]:
+                out = prim(out, v)
+            return out
+        out = values[0]
+        for v in values[1:]:
+            out = (out and v) if isinstance(node.op, ast.And) else (out or v)
+        return out
+
+    def expr_IfExp(self, node):
+        test = self.expr(node.test)
+        if _has_var(test):
+            raise self.error("a conditional expression on a value known only at run time is "
+                             "not supported yet; use np.where(cond, a, b)", node.test,
+                             UnsupportedSyntaxError)
+        return self.expr(node.body if test else node.orelse)
+
+    def expr_Attribute(self, node):
+        obj = self.expr(node.value)
+        name = node.attr
+        if isinstance(obj, Var):
+            if name in ATTRIBUTES:
+                return ATTRIBUTES[name](obj)
+            if name in METHODS:
+                return _BoundMethod(METHODS[name], obj, name)
+            prim = ops.PRIMITIVES.get(name)
+            if prim is not None and not prim.meta:
+                return _BoundMethod(prim, obj, name)
+            raise self.error(f"arrays have no supported attribute or method {name!r} here",
+                             node, UnknownFunctionError)
+        try:
+            return getattr(obj, name)
+        except AttributeError:
+            raise self.error(f"{type(obj).__name__} object has no attribute {name!r}", node,
+                             UnknownFunctionError) from None
+
+    def expr_Subscript(self, node):
+        obj = self.expr(node.value)
+        idx = self.index(node.slice)
+        if isinstance(obj, Var):
+            return ops.getitem(obj, idx)
+        if _has_var(idx):
+            if isinstance(obj, (tuple, list)):
+                raise self.error("indexing a Python sequence with a run-time index is not "
+                                 "supported", node, UnsupportedSyntaxError)
+            return ops.getitem(obj, idx)
+        try:
+            return obj[idx]
+        except Exception as e:
+            raise self.error(f"{type(e).__name__}: {e}", node) from None
+
+    def index(self, node):
+        if isinstance(node, ast.Slice):
+            parts = [None if p is None else self.expr(p) for p in (node.lower, node.upper,
+                                                                    node.step)]
+            return slice(*parts)
+        if isinstance(node, ast.Tuple):
+            return tuple(self.index(e) for e in node.elts)
+        v = self.expr(node)
+        if isinstance(v, list):
+            if _has_var(v):
+                raise self.error("a list of run-time values as an index is not supported; "
+                                 "use an integer array", node, UnsupportedSyntaxError)
+            return numpy.asarray(v) if v else v
+        return v
+
+    def expr_Call(self, node):
+        f = self.expr(node.func)
+        return self.call(f, node)
+
+    def call(self, f, node):
+        args = []
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                v = self.expr(a.value)
+                if _has_var(v) and isinstance(v, Var):
+                    raise self.unsupported("unpacking a run-time array with * is", a)
+                args.extend(v)
+            else:
+                args.append(self.expr(a))
+        kwargs = {}
+        for kw in node.keywords:
+            if kw.arg is None:
+                kwargs.update(self.expr(kw.value))
+            else:
+                kwargs[kw.arg] = self.expr(kw.value)
+        return self.apply(f, args, kwargs, node)
+
+    def apply(self, f, args, kwargs, node):
+        hashable = _hashable(f)
+        adapter = NUMPY.get(f) if hashable else None
+        if adapter is not None:
+            return adapter(*args, **kwargs)
+        if isinstance(f, (_BoundMethod, Primitive)):
+            return f(*args, **kwargs)
+        if isinstance(f, _LocalFunction):
+            return self.inline_local(f, args, kwargs, node)
+        if hashable and f in _MATH:
+            if not any(_has_var(a) for a in args):
+                return f(*args)
+            return _MATH[f](*args)
+        if hashable and f in _SIDE_EFFECTS:
+            raise self.unsupported(f"{_SIDE_EFFECTS[f]} has side effects: it is", node)
+        if not hashable:
+            raise self.error(f"a {type(f).__name__} is not callable here", node,
+                             UnknownFunctionError)
+        if f is builtins.len:
+            (v,) = args
+            if isinstance(v, Var):
+                return ops.getitem(ops.shape(v), 0)
+            return len(v)
+        if f in (builtins.float, builtins.int, builtins.bool):
+            (v,) = args
+            if not _has_var(v):
+                return f(v)
+            if f is builtins.int and isinstance(v, Var) and v.kind == "meta":
+                return self.b.stage(INT, [v], {})
+            if f is builtins.float and isinstance(v, Var):
+                return v  # a 0-d array is already a float for every op
+            raise StaticValueNeeded(f"{f.__name__}() of a run-time value")
+        if f is builtins.abs:
+            (v,) = args
+            return ops.absolute(v) if _has_var(v) else abs(v)
+        if f is builtins.pow:
+            return ops.power(*args) if any(_has_var(a) for a in args) else pow(*args)
+        if f in (builtins.min, builtins.max):
+            items = list(args[0]) if len(args) == 1 else list(args)
+            if not any(_has_var(v) for v in items):
+                return f(items, **kwargs)
+            prim = ops.minimum if f is builtins.min else ops.maximum
+            out = items[0]
+            for v in items[1:]:
+                out = prim(out, v)
+            return out
+        if f is builtins.sum:
+            items = list(args[0])
+            out = args[1] if len(args) > 1 else 0
+            for v in items:
+                out = ops.add(out, v) if (_has_var(out) or _has_var(v)) else out + v
+            return out
+        if f in (builtins.range, builtins.tuple, builtins.list, builtins.zip,
+                 builtins.enumerate, builtins.reversed, builtins.isinstance):
+            if any(_has_var(a) for a in args):
+                raise StaticValueNeeded(f"the arguments of {f.__name__}()")
+            return f(*args, **kwargs)
+        if isinstance(f, types.BuiltinMethodType) and isinstance(getattr(f, "__self__", None),
+                                                                 list):
+            if f.__name__ in ("append", "extend", "pop", "index"):
+                return f(*args)
+        if isinstance(f, types.FunctionType):
+            return self.inline(f, args, kwargs, node)
+        name = getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or repr(f)
+        mod = getattr(f, "__module__", None)
+        full = f"{mod}.{name}" if mod and mod != "builtins" else name
+        raise self.error(f"call to {full}, which is neither an op of srcgrad's op set nor a "
+                         "Python function with source code; see runtime.ops for the "
+                         "supported numpy functions", node, UnknownFunctionError)
+
+    # -- inlining -------------------------------------------------------------------------------
+
+    def _check_recursion(self, key, name, node):
+        if key in self.stack:
+            raise self.error(f"recursive call to {name!r}: recursion is not supported "
+                             "(rewrite it as a loop)", node, RecursiveCallError)
+
+    def inline(self, f, args, kwargs, node):
+        from .api import _CompiledBase
+
+        if isinstance(f, _CompiledBase):
+            f = f.fun
+        self._check_recursion(f.__code__, f.__name__, node)
+        src = parse_function(f)
+        try:
+            bound = inspect.signature(f).bind(*args, **kwargs)
+        except TypeError as e:
+            raise self.error(f"in the call to {f.__name__}: {e}", node) from None
+        bound.apply_defaults()
+        env = dict(bound.arguments)
+        sub = Lowerer(src, self.b, env, self.stack + (f.__code__,), self.consts)
+        return sub.run_inlined()
+
+    def inline_local(self, lf: _LocalFunction, args, kwargs, node):
+        self._check_recursion(lf.node, lf.__name__, node)
+        a = lf.node.args
+        if a.vararg or a.kwarg:
+            raise self.unsupported("*args and **kwargs in nested functions are", lf.node)
+        names = [p.arg for p in a.posonlyargs + a.args]
+        defaults = [lf.lowerer.expr(d) for d in a.defaults]
+        env = {}
+        for n, v in zip(names, args):
+            env[n] = v
+        for n, v in kwargs.items():
+            env[n] = v
+        for n, d in zip(names[len(names) - len(defaults):], defaults):
+            env.setdefault(n, d)
+        for p, d in zip(a.kwonlyargs, a.kw_defaults):
+            if p.arg not in env and d is not None:
+                env[p.arg] = lf.lowerer.expr(d)
+        missing = [n for n in names + [p.arg for p in a.kwonlyargs] if n not in env]
+        if missing:
+            raise self.error(f"{lf.__name__}() is missing arguments: {', '.join(missing)}",
+                             node)
+        src = Source(lf.lowerer.src.fn, lf.lowerer.src.filename, lf.lowerer.src.firstlineno,
+                     lf.node, lf.lowerer.src.lines, lf.lowerer.src.globals,
+                     lf.lowerer.src.closure)
+        sub = Lowerer(src, self.b, env, self.stack + (lf.node,), self.consts, outer=lf.lowerer)
+        return sub.run_inlined()
+
+    def run_inlined(self):
+        saved = (self.b.loc, self.b.hint)
+        try:
+            self.run_body(self.src.tree.body)
+        except _Return as r:
+            return r.value
+        finally:
+            self.b.loc, self.b.hint = saved
+        return None
+
+
+def _hashable(f) -> bool:
+    try:
+        hash(f)
+    except TypeError:
+        return False
+    return True
+
+
+def lower(fn, wrt_names=None) -> tuple[Graph, Source, dict]:
+    """Lower `fn` to a Graph whose inputs are its parameters and whose outputs are its
+    return value (flattened: see `Graph.outputs`). Returns (graph, source, consts)."""
+    src = parse_function(fn)
+    a = src.tree.args
+    low = Lowerer(src, Builder(), {}, (fn.__code__,), {})
+    if a.vararg or a.kwarg:
+        node = a.vararg or a.kwarg
+        raise low.unsupported("*args and **kwargs parameters are", node)
+    params = [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs]
+    inputs = [Var(p, "array") for p in params]
+    low.env.update(zip(params, inputs))
+    with staging(low.b):
+        try:
+            low.run_body(src.tree.body)
+            result = None
+        except _Return as r:
+            result = r.value
+    graph = Graph(inputs, low.b.eqns, [result], name=fn.__name__)
+    return graph, src, low.consts

@@ -1,0 +1,227 @@
+"""Stage 4, optimize: Graph -> smaller Graph, by small passes iterated to a fixed point.
+
+- algebraic simplification: `x*1`, `x+0`, `x-0`, `x/1`, `x**1`, `-(-x)`, `0-x -> -x`,
+  `ones_like(v)*x -> x` (same shape), `broadcast_to(1.0, v.shape) -> ones_like(v)`;
+  `sum_to`, `broadcast_to`, `reshape` and `cast_like` dropped where the IR knows the shape
+  or dtype is already right (see `ir.Var.sclass` / `dclass`),
+- constant folding of equations whose inputs are all constants,
+- common subexpression elimination,
+- dead code elimination (which also drops cotangents that never reach a requested input).
+
+`optimize(graph, passes=...)` runs a chosen subset (the tests show each pass's effect).
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy
+
+from runtime import ops
+from runtime.ops.core import literal
+
+from .ir import Eqn, Graph, Var
+
+__all__ = ["optimize", "PASSES"]
+
+PASSES = ("simplify", "fold", "cse", "dce")
+_KEEP = object()
+_CREATORS = {"zeros", "ones", "full", "eye", "arange", "zeros_like", "ones_like"}
+
+
+def _is_const(v, value=None) -> bool:
+    if isinstance(v, Var) or not isinstance(v, numbers.Number) or isinstance(v, bool):
+        return False
+    return value is None or v == value
+
+
+class _Ctx:
+    def __init__(self, graph: Graph, named: set):
+        self.producer: dict[int, Eqn] = {}
+        self.named = named
+
+    def prod(self, v):
+        return self.producer.get(v.id) if isinstance(v, Var) else None
+
+    def shape_source(self, s):
+        """`v` when `s` is the Var of `v.shape`."""
+        e = self.prod(s)
+        if e is not None and e.prim.name == "shape" and isinstance(e.ins[0], Var):
+            return e.ins[0]
+        return None
+
+
+def _same_shape(a, v) -> bool:
+    return isinstance(a, Var) and isinstance(v, Var) and a.sclass == v.sclass
+
+
+def _simplify(e: Eqn, c: _Ctx):
+    """A replacement value for e's output, or _KEEP."""
+    n = e.prim.name
+    ins = e.ins
+    out = e.outs[0]
+    if n == "add":
+        a, b = ins
+        if _is_const(b, 0) and isinstance(a, Var) and a.kind == "array":
+            return a
+        if _is_const(a, 0) and isinstance(b, Var) and b.kind == "array":
+            return b
+    elif n == "subtract":
+        a, b = ins
+        if _is_const(b, 0) and isinstance(a, Var) and a.kind == "array":
+            return a
+    elif n == "multiply":
+        a, b = ins
+        for x, y in ((a, b), (b, a)):
+            if _is_const(y, 1) and isinstance(x, Var) and x.kind == "array":
+                return x
+            p = c.prod(y)
+            if p is not None and p.prim.name == "ones_like" and _same_shape(x, p.ins[0]):
+                return x
+    elif n == "divide":
+        a, b = ins
+        if _is_const(b, 1) and isinstance(a, Var) and a.kind == "array":
+            return a
+    elif n == "power":
+        a, b = ins
+        if _is_const(b, 1) and isinstance(a, Var):
+            return a
+    elif n == "negative":
+        p = c.prod(ins[0])
+        if p is not None and p.prim.name == "negative":
+            return p.ins[0]
+    elif n in ("sum_to", "broadcast_to", "reshape"):
+        x, s = ins
+        src = c.shape_source(s)
+        if src is not None and _same_shape(x, src):
+            return x
+        if n == "broadcast_to" and src is not None and _is_const(x):
+            if x == 1:
+                return ops.ones_like(src)
+            if x == 0:
+                return ops.zeros_like(src)
+    elif n == "cast_like":
+        x, like = ins
+        if isinstance(x, Var) and isinstance(like, Var) and x.dclass == like.dclass:
+            return x
+    return _KEEP
+
+
+def _key(e: Eqn):
+    parts = []
+    for a in e.ins:
+        if isinstance(a, Var):
+            parts.append(("v", a.id))
+        else:
+            try:
+                parts.append(("c", type(a).__name__, literal(a)))
+            except TypeError:
+                return None  # arrays and other unhashable constants: not merged
+    try:
+        params = tuple(sorted((k, literal(v)) for k, v in e.params.items()))
+    except TypeError:
+        return None
+    return (e.prim.name, tuple(parts), params)
+
+
+def optimize(graph: Graph, named: set | None = None, passes=PASSES, keep=()) -> Graph:
+    """Run `passes` to a fixed point. `named` is the set of Var ids bound to user names
+    (a simplified-away name moves to its replacement); `keep` lists Vars never removed."""
+    named = set() if named is None else named
+    eqns = list(graph.eqns)
+    outputs = graph.outputs
+    while True:
+        subst: dict[int, object] = {}
+
+        def res(v):
+            while isinstance(v, Var) and v.id in subst:
+                v = subst[v.id]
+            return v
+
+        def res_tree(o):
+            if isinstance(o, Var):
+                return res(o)
+            if isinstance(o, tuple):
+                return tuple(res_tree(x) for x in o)
+            if isinstance(o, list):
+                return [res_tree(x) for x in o]
+            if isinstance(o, dict):
+                return {k: res_tree(x) for k, x in o.items()}
+            return o
+
+        ctx = _Ctx(graph, named)
+        seen = {}
+        new = []
+        changed = False
+        from .lower import Builder, staging
+
+        scratch = Builder()
+        for e in eqns:
+            e = Eqn(e.prim, [res_tree(a) for a in e.ins], e.outs, e.params, e.loc, e.phase)
+            out = e.outs[0]
+            if "simplify" in passes:
+                scratch.eqns = []
+                scratch.loc, scratch.phase, scratch.hint = e.loc, e.phase, out.hint
+                for prior in new:
+                    if prior.prim.name == "shape":
+                        scratch.shape_source[prior.outs[0].id] = prior.ins[0]
+                with staging(scratch):
+                    r = _simplify(e, ctx)
+                if r is not _KEEP:
+                    for extra in scratch.eqns:  # a simplification may stage a cheaper op
+                        ctx.producer[extra.outs[0].id] = extra
+                        new.append(extra)
+                    _move_name(out, r, named)
+                    subst[out.id] = r
+                    changed = True
+                    continue
+            if "fold" in passes and not any(isinstance(a, Var) for a in e.ins) and \
+                    e.prim.name not in _CREATORS and e.prim.impl is not None:
+                value = e.prim.impl(*e.ins, **e.params)
+                if not isinstance(value, numpy.ndarray) or value.size <= 16:
+                    subst[out.id] = value
+                    changed = True
+                    continue
+            if "cse" in passes:
+                k = _key(e)
+                if k is not None:
+                    if k in seen:
+                        _move_name(out, seen[k], named)
+                        subst[out.id] = seen[k]
+                        changed = True
+                        continue
+                    seen[k] = out
+            ctx.producer[out.id] = e
+            new.append(e)
+        outputs = res_tree(outputs)
+        if "dce" in passes:
+            live = {v.id for v in _vars(outputs)} | {v.id for v in keep}
+            kept = []
+            for e in reversed(new):
+                if any(o.id in live for o in e.outs):
+                    kept.append(e)
+                    live.update(v.id for v in e.var_ins())
+                else:
+                    changed = True
+            new = kept[::-1]
+        eqns = new
+        if not changed:
+            break
+    return Graph(graph.inputs, eqns, outputs, graph.name)
+
+
+def _move_name(old: Var, new, named: set):
+    if isinstance(new, Var) and old.id in named and new.id not in named and \
+            new.const_name is None:
+        new.hint = old.hint
+        named.add(new.id)
+
+
+def _vars(obj):
+    if isinstance(obj, Var):
+        yield obj
+    elif isinstance(obj, (tuple, list)):
+        for o in obj:
+            yield from _vars(o)
+    elif isinstance(obj, dict):
+        for o in obj.values():
+            yield from _vars(o)
