@@ -21,7 +21,7 @@ from .ir import Eqn, Var
 
 __all__ = ["FunctionCode", "emit_module", "index_source"]
 
-_INLINE = {"shape", "ndim", "pack", "make_slice", "len"}
+_INLINE = {"shape", "ndim", "pack", "make_slice", "len", "reduced_size"}
 _ident = re.compile(r"[^0-9a-zA-Z_]")
 # names generated code itself uses; a user variable with one of these names is suffixed
 _RESERVED = {"np", "float", "slice", "len", "int"} | set(keyword.kwlist)

@@ -20,6 +20,7 @@ from runtime import ops
 from runtime.ops.core import literal
 
 from .ir import Eqn, Graph, Var
+from .lower import SCALAR
 
 __all__ = ["optimize", "PASSES"]
 
@@ -77,6 +78,10 @@ def _simplify(e: Eqn, c: _Ctx):
             p = c.prod(y)
             if p is not None and p.prim.name == "ones_like" and _same_shape(x, p.ins[0]):
                 return x
+            if p is not None and p.prim.name == "broadcast_to" and _is_const(p.ins[0]):
+                src = c.shape_source(p.ins[1])
+                if src is not None and _same_shape(x, src):
+                    return ops.multiply(p.ins[0], x)  # broadcast(c) * x -> c * x
     elif n == "divide":
         a, b = ins
         if _is_const(b, 1) and isinstance(a, Var) and a.kind == "array":
@@ -94,6 +99,8 @@ def _simplify(e: Eqn, c: _Ctx):
         src = c.shape_source(s)
         if src is not None and _same_shape(x, src):
             return x
+        if src is not None and src.sclass == SCALAR and _is_const(x) and n != "reshape":
+            return x  # a Python number already acts as a 0-d array
         if n == "broadcast_to" and src is not None and _is_const(x):
             if x == 1:
                 return ops.ones_like(src)
