@@ -328,6 +328,10 @@ class Tensor:
             old._requires_grad = self._requires_grad
             if self.grad_fn is not None:
                 self.grad_fn.out_ref = _weak(old)
+                if self.grad_fn.out_data is not None:
+                    # the node reads its output (exp, sqrt...): it must see the old value,
+                    # not the buffer that is about to be overwritten
+                    self.grad_fn.out_data = old.data
             new = prim(old, other)
             self.data[...] = new.data
             self.grad_fn = new.grad_fn
