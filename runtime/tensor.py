@@ -240,8 +240,9 @@ class Tensor:
     def __array_function__(self, func, types, args, kwargs):
         adapter = NUMPY.get(func)
         if adapter is None:
-            raise TypeError(f"numpy.{func.__name__} has no primitive in the op set, so it "
-                            "cannot run on Tensor")
+            name = f"{getattr(func, '__module__', None) or 'numpy'}.{func.__name__}"
+            raise TypeError(f"{name} has no primitive in the op set, so it cannot run on "
+                            "Tensor")
         return adapter(*args, **kwargs)
 
     # ---- operators ------------------------------------------------------------------------
