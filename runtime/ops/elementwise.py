@@ -99,7 +99,11 @@ def vjp_power_x(g, out, x, y):
         if y == 2:
             return multiply(g, multiply(2, x))
         return multiply(g, multiply(y, power(x, y - 1)))
-    return multiply(g, where(equal(y, 0), 0.0, multiply(y, power(x, subtract(y, 1)))))
+    # the exponent is made safe where y == 0 (as log's input is in vjp_power_y), so that
+    # 0 ** -1 = inf never enters the masked branch or its derivative
+    zero = equal(y, 0)
+    safe_y = where(zero, 1.0, y)
+    return multiply(g, where(zero, 0.0, multiply(y, power(x, subtract(safe_y, 1)))))
 
 
 def vjp_power_y(g, out, x, y):
