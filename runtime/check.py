@@ -34,6 +34,14 @@ def _plain(v):
     return v.data if isinstance(v, Tensor) else v
 
 
+def _on_tensors(fn, arrays):
+    """`fn` on the same kind of values as the tape saw (so Tensor methods work), untaped."""
+    from .mode import no_grad
+
+    with no_grad():
+        return fn(*[Tensor(a) if isinstance(a, numpy.ndarray) else a for a in arrays])
+
+
 def gradcheck(fn, inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3) -> bool:
     """Compare the tape's gradient of `sum(fn(*inputs))` with central differences.
 
@@ -59,7 +67,7 @@ def gradcheck(fn, inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1
     for i in check:
         analytic = numpy.zeros_like(arrays[i]) if leaves[i].grad is None else \
             numpy.asarray(leaves[i].grad.data)
-        numeric = numerical_grad(lambda *a: fn(*a), arrays, i, eps)
+        numeric = numerical_grad(lambda *a: _on_tensors(fn, a), arrays, i, eps)
         err = numpy.abs(analytic - numeric) - (atol + rtol * numpy.abs(numeric))
         if numpy.any(err > 0) or numpy.any(numpy.isnan(analytic) != numpy.isnan(numeric)):
             k = numpy.unravel_index(numpy.nanargmax(err), err.shape) if err.size else ()
