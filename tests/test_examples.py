@@ -1,0 +1,48 @@
+"""The runtime's example scripts run as a user would run them, in a fresh interpreter."""
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXAMPLES = os.path.join(ROOT, "examples")
+
+
+def run_example(name: str) -> str:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    env["MPLBACKEND"] = "Agg"
+    proc = subprocess.run([sys.executable, os.path.join(EXAMPLES, name)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_textbook_prints_the_hand_computed_values():
+    out = run_example("textbook.py")
+    assert "y = 17, dy/dx = 14 " in out
+    assert "dy/dw = 3, dy/db = 1, x.grad = None " in out
+    assert "de/da = 2, de/db = 5 " in out
+    assert "dz/dx = 0.6429, dz/dy = 0.2381 " in out
+    assert "a: 0.0714, b: 0.0238, c: 0.1190, d: 0.0238, e: 0.0238, z: 1.0000" in out
+    assert "dz/dx = 1.2857, dz/dy = 0.4762 " in out
+    assert "dr/dx = [5.0, 5.0, 5.0] " in out
+    assert "dloss/dw = -2, after one SGD step with lr 0.01: w = 1.02 " in out
+    assert "at x=2:   12, 12 " in out
+
+
+def test_train_tape_decreases_the_loss():
+    out = run_example("train_tape.py")
+    initial = float(re.search(r"^initial loss ([0-9.eE+-]+)$", out, re.M).group(1))
+    final = float(re.search(r"^final loss ([0-9.eE+-]+)$", out, re.M).group(1))
+    assert final < initial
+    assert final < 0.5 * initial  # it really trains, not just a lucky step
+    steps = [int(m) for m in re.findall(r"^step +(\d+) +loss", out, re.M)]
+    assert steps[0] == 0 and steps[-1] == 200
+    if importlib.util.find_spec("matplotlib") is not None:
+        assert os.path.getsize(os.path.join(EXAMPLES, "loss.png")) > 0
+    else:
+        assert "matplotlib is not installed" in out
