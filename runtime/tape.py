@@ -140,11 +140,13 @@ def _retain(node, tensor):
 
 def _accumulate(tensor, g, create_graph: bool):
     """Add cotangent `g` into `tensor.grad` (a fresh array the first time)."""
-    from .ops.shapes import broadcast_to
+    from .ops.shapes import broadcast_to, cast_like
     from .tensor import Tensor
 
     if create_graph:
         gt = g if isinstance(g, Tensor) else Tensor(g)
+        if gt.dtype != tensor.dtype:  # a leaf's grad has the leaf's dtype, as without
+            gt = cast_like(gt, tensor)  # create_graph; cast_like keeps it differentiable
         if tuple(gt.shape) != tuple(tensor.shape):
             gt = broadcast_to(gt, tuple(tensor.shape))
         tensor.grad = gt if tensor.grad is None else tensor.grad + gt

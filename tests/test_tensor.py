@@ -625,3 +625,17 @@ def test_float32_inputs_give_float32_grads(fn):
     x64 = tensor(x32.data.astype(np.float64), requires_grad=True)
     fn(x64).backward()
     np.testing.assert_allclose(x32.grad.data, x64.grad.data, rtol=1e-5, atol=1e-6)
+
+
+def test_float32_leaves_keep_float32_grads_with_create_graph():
+    x = tensor(np.array([1.0, 2.0], dtype=np.float32), requires_grad=True)
+    (x * np.array([3.0, 4.0])).sum().backward(create_graph=True)  # float64 constant
+    assert x.grad.dtype == np.float32
+    assert value(x.grad) == [3.0, 4.0]
+    x.grad = None
+    (x * x * np.float64(1.5)).sum().backward(create_graph=True)
+    g = x.grad
+    assert g.dtype == np.float32 and g.requires_grad
+    x.grad = None
+    g.sum().backward()  # d/dx sum(3x) = 3
+    assert x.grad.dtype == np.float32 and value(x.grad) == [3.0, 3.0]
