@@ -218,9 +218,12 @@ class Tensor:
             return out
         if not is_array(out):
             out = get_xp(*datas).asarray(out)
-        if not any(needs) or not _is_float(out):
-            return Tensor._wrap(out)
         t = Tensor._wrap(out)
+        base = _view_of(out, args)
+        if base is not None:
+            t._version_box = base._version_box
+        if not any(needs) or not _is_float(out):
+            return t
         nexts = tuple((a.grad_fn or a._accumulator()) if n else None
                       for a, n in zip(args, needs))
         saved = tuple(args) if prim.name != "getitem" else (args[0], _unwrap_index(args[1]))
@@ -394,6 +397,23 @@ class Tensor:
 
     def cuda(self) -> "Tensor":
         return self.to("cuda")
+
+
+def _view_of(out, args):
+    """The Tensor among `args` whose memory `out` shares (a slice, a reshape, or the very
+    same array), or None for a fresh array. Such a view shares its base's version counter,
+    as in PyTorch, so that an in-place op through the view is seen by the nodes that saved
+    the base."""
+    for a in args:
+        if isinstance(a, Tensor) and out is a.data:
+            return a
+    if getattr(out, "base", None) is None:
+        return None
+    xp = get_xp(out)
+    for a in args:
+        if isinstance(a, Tensor) and xp.may_share_memory(out, a.data):
+            return a
+    return None
 
 
 def _weak(t):

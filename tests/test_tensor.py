@@ -639,3 +639,25 @@ def test_float32_leaves_keep_float32_grads_with_create_graph():
     x.grad = None
     g.sum().backward()  # d/dx sum(3x) = 3
     assert x.grad.dtype == np.float32 and value(x.grad) == [3.0, 3.0]
+
+
+def test_views_share_the_version_counter_of_their_base():
+    # a[0:2] is a view of a's memory: writing through it changes the a that b saved
+    x = tensor([1.0, 2.0, 3.0], requires_grad=True)
+    a = x * 1.0
+    b = a * a
+    v = a[0:2]
+    v.add_(10.0)
+    assert value(a) == [11.0, 12.0, 3.0]
+    assert a._version == 1 and v._version == 1
+    with pytest.raises(RuntimeError, match="is at version 1; expected version 0"):
+        b.sum().backward()
+    t = tensor(np.zeros(4))
+    r = t.reshape(2, 2)
+    r += 1.0
+    assert t._version == 1 and value(t) == [1.0, 1.0, 1.0, 1.0]
+    # a fresh result does not share: in-place on it leaves its input's version alone
+    c = x * 2.0
+    d = c + 1.0
+    d.add_(1.0)
+    assert c._version == 0
