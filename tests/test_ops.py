@@ -564,18 +564,17 @@ def test_second_derivative(s):
     firsts = {i: leaves[i].grad for i in slots}
     for i in slots:
         leaves[i].grad = None
-    terms = [(firsts[i] * w[i]).sum() for i in slots if firsts[i] is not None]
-    # the first derivative itself must equal the plain backward's
+    assert all(isinstance(firsts[i], Tensor) for i in slots if firsts[i] is not None)
+    total = None
     for i in slots:
         if firsts[i] is not None:
-            assert isinstance(firsts[i], Tensor)
-    total = None
-    for t in terms:
-        total = t if total is None else total + t
-    if total is not None and total.requires_grad:
-        total.backward()
+            term = (firsts[i] * w[i]).sum()
+            total = term if total is None else total + term
+    # the recorded first derivative has the plain backward's value
     np.testing.assert_allclose(0.0 if total is None else float(total.data), s_of(args),
                                rtol=1e-12, atol=1e-12)
+    if total is not None and total.requires_grad:
+        total.backward()
 
     # d<grad, w>/dx against finite differences of the first derivative
     u = {i: rng.standard_normal(args[i].shape) for i in slots}
@@ -585,7 +584,8 @@ def test_second_derivative(s):
     close(lhs, rhs, "<u, d<grad, w>/dx> vs finite differences of the first derivative")
     for i in slots:
         if args[i].size <= FULL_HESSIAN_MAX:
-            close(hess[i], numerical_gradient(s_of, args, i, EPS2), f"second derivative, input {i}")
+            close(hess[i], numerical_gradient(s_of, args, i, EPS2),
+                  f"second derivative, input {i}")
     # d<grad, w>/dv is the JVP along w: the rule is differentiable in its cotangent too
     dv = _grad_of(vt, v)
     close(dv, directional(lambda a: _call(s, a), args, w, EPS1),
