@@ -17,7 +17,7 @@ import numpy
 from runtime.ops import helpers as _helpers
 from runtime.ops.core import literal
 
-from .ir import Eqn, Var
+from .ir import Block, Eqn, Var
 
 __all__ = ["FunctionCode", "emit_module", "index_source"]
 
@@ -116,6 +116,8 @@ class _Emitter:
 
     def expr(self, e: Eqn, uses) -> str:
         p = e.prim
+        if p.name == "shape" and isinstance(e.ins[0], Var) and e.ins[0].id in self.maybe_py:
+            return f"np.shape({self.src(e.ins[0])})"  # may be a Python number at run time
         if p.name == "getitem":
             x, idx = e.ins
             return f"{self.src(x)}[{self.index_src(idx)}]"
@@ -146,11 +148,14 @@ def _norm(line: str) -> str:
     return ast.unparse(ast.parse(line))
 
 
-def _uses(eqns, returns):
-    count: dict[int, int] = {}
+def _uses(eqns, returns, count=None):
+    count = {} if count is None else count
     for e in eqns:
-        for v in e.var_ins():
-            count[v.id] = count.get(v.id, 0) + 1
+        for v in e.ins:
+            if isinstance(v, Var):
+                count[v.id] = count.get(v.id, 0) + 1
+        for b in e.blocks():
+            _uses(b.eqns, b.outs, count)
     for v in _iter_vars(returns):
         count[v.id] = count.get(v.id, 0) + 1
     return count
@@ -183,22 +188,15 @@ def _render_return(em: _Emitter, obj) -> str:
 
 def _emit_function(fc: FunctionCode, namer: _Namer, em: _Emitter, inputs, indent: str,
                    lines: list):
-    uses = _uses(fc.eqns, fc.returns)
-    # which equations are written inline at their single use
     em.pack_items = getattr(em, "pack_items", {})
     em.slice_items = getattr(em, "slice_items", {})
-    for e in fc.eqns:
-        o = e.outs[0]
-        if e.prim.name == "pack":
-            em.pack_items[o.id] = e.ins
-        elif e.prim.name == "make_slice":
-            em.slice_items[o.id] = e.ins
+    em.carries = getattr(em, "carries", set())
+    em.maybe_py = getattr(em, "maybe_py", set())
+    _collect(fc.eqns, em)
+    _python_numbers(fc.eqns, em.maybe_py)
     for v in inputs:
         namer.names.setdefault(v.id, v.hint)
-    last_use: dict[int, int] = {}
-    for i, e in enumerate(fc.eqns):
-        for v in e.var_ins():
-            last_use[v.id] = i
+    uses = _uses(fc.eqns, fc.returns)
     returned = {v.id for v in _iter_vars(fc.returns)}
     lines.append(f"{indent}def {fc.name}({fc.params}):")
     body = indent + "    "
@@ -209,47 +207,228 @@ def _emit_function(fc: FunctionCode, namer: _Namer, em: _Emitter, inputs, indent
     if fc.check_scalar is not None and not _defined_in(fc.check_scalar, fc.eqns):
         lines.append(f"{body}check_scalar({em.src(fc.check_scalar)})")
         em.helpers.add("check_scalar")
-    group = None
-    fwd_defined = []
-    nested_at = fc.nested[1] if fc.nested else None
-    for i, e in enumerate(fc.eqns):
-        if nested_at is not None and i == nested_at:
-            break
-        o = e.outs[0]
-        if e.prim.name in _INLINE and uses.get(o.id, 0) <= 1 and o.id not in returned:
-            if e.prim.name in ("pack", "make_slice") and _only_index_use(o, fc.eqns):
-                continue
-            em.inline[o.id] = em.expr(e, uses)
-            continue
-        key = (e.loc, e.phase)
-        if key != group and e.loc is not None:
-            tag = "grad of: " if e.phase == "bwd" else ""
-            lines.append(f"{body}# {tag}{e.loc.text}   ({e.loc.short()})")
-        group = key
-        exact = o.id in fc.named
-        if o.id in fc.prefer:
-            exact, base = True, fc.prefer[o.id]
-        else:
-            base = o.hint
-        namer.names[o.id] = namer.fresh(base, exact)
-        lines.append(body + _norm(f"{namer.names[o.id]} = {em.expr(e, uses)}"))
-        if e.phase == "fwd":
-            fwd_defined.append(o)
-        if fc.check_scalar is not None and o is fc.check_scalar:
-            lines.append(f"{body}check_scalar({namer.names[o.id]})")
-            em.helpers.add("check_scalar")
-        if fc.free and e.phase == "bwd":
-            dead = [v for v in e.var_ins() if last_use.get(v.id) == i and v.id not in
-                    returned and v.kind == "array" and v.const_name is None and
-                    v.id not in em.inline and _is_fwd(v, fc.eqns) and v.id in namer.names
-                    and v not in inputs]
-            if dead:
-                lines.append(f"{body}del {', '.join(namer.names[v.id] for v in dead)}")
+    ctx = _BlockCtx(fc, namer, em, uses, returned, inputs)
+    ctx.emit(fc.eqns, body, lines, top=True)
     if fc.nested:
         inner, _ = fc.nested
         lines.append("")
         _emit_function(inner, namer, em, getattr(inner, "inputs", []), body, lines)
     lines.append(f"{body}return {_render_return(em, fc.returns)}")
+
+
+def _collect(eqns, em):
+    for e in eqns:
+        o = e.outs[0] if e.outs else None
+        if e.prim.name == "pack":
+            em.pack_items[o.id] = e.ins
+        elif e.prim.name == "make_slice":
+            em.slice_items[o.id] = e.ins
+        elif e.prim.name in ("for", "while"):
+            em.carries.update(c.id for c in e.params["carry"])
+        for b in e.blocks():
+            _collect(b.eqns, em)
+
+
+def _python_numbers(eqns, out: set):
+    """Ids of Vars that may hold a plain Python number at run time (a loop or branch
+    started from a constant, and arithmetic on such values only)."""
+    import numbers
+
+    def maybe(v):
+        return isinstance(v, numbers.Number) or (isinstance(v, Var) and v.id in out)
+
+    for _ in range(3):  # loops feed back: iterate a few times
+        for e in eqns:
+            name = e.prim.name
+            if name in ("for", "while"):
+                inits = e.ins[3:] if name == "for" else e.ins
+                body = e.params["body"]
+                for c, i, n, o in zip(e.params["carry"], inits, body.outs, e.outs):
+                    if maybe(i) or maybe(n):
+                        out.update((c.id, o.id))
+            elif name == "cond":
+                for o, a, b in zip(e.outs, e.params["then"].outs, e.params["else"].outs):
+                    if maybe(a) or maybe(b):
+                        out.add(o.id)
+            elif e.prim.elementwise and e.outs and e.var_ins() and all(
+                    maybe(a) for a in e.ins):
+                out.add(e.outs[0].id)
+            for b in e.blocks():
+                _python_numbers(b.eqns, out)
+
+
+def _reads(eqns) -> set:
+    out = set()
+    for e in eqns:
+        out.update(v.id for v in e.var_ins())
+    return out
+
+
+class _BlockCtx:
+    def __init__(self, fc, namer, em, uses, returned, inputs):
+        self.fc, self.namer, self.em = fc, namer, em
+        self.uses, self.returned = uses, returned
+        self.inputs = {v.id for v in inputs}
+
+    def name(self, v, base=None, exact=None):
+        if v.id in self.namer.names:
+            return self.namer.names[v.id]
+        if v.id in self.fc.prefer:
+            base, exact = self.fc.prefer[v.id], True
+        n = self.namer.fresh(base or v.hint, v.id in self.fc.named if exact is None else exact)
+        self.namer.names[v.id] = n
+        return n
+
+    def emit(self, eqns, ind, lines, top=False):
+        em = self.em
+        group = None
+        last_use = {}
+        if top:
+            for i, e in enumerate(eqns):
+                for v in e.var_ins():
+                    last_use[v.id] = i
+        start = len(lines)
+        for i, e in enumerate(eqns):
+            pname = e.prim.name
+            o = e.outs[0] if e.outs else None
+            if pname in _INLINE and self.uses.get(o.id, 0) <= 1 and \
+                    o.id not in self.returned and not any(
+                    isinstance(a, Var) and a.id in em.carries for a in e.ins):
+                if pname in ("pack", "make_slice") and _only_index_use(o, self.fc.eqns):
+                    continue
+                em.inline[o.id] = em.expr(e, self.uses)
+                continue
+            key = (e.loc, e.phase)
+            if key != group and e.loc is not None and pname not in ("push", "pop",
+                                                                   "newstack"):
+                tag = "grad of: " if e.phase == "bwd" else ""
+                lines.append(f"{ind}# {tag}{e.loc.text}   ({e.loc.short()})")
+                group = key
+            if pname == "cond":
+                self.cond(e, ind, lines)
+            elif pname in ("for", "while"):
+                self.loop(e, ind, lines)
+            elif pname == "newstack":
+                lines.append(f"{ind}{self.name(o)} = []")
+            elif pname == "push":
+                vals = [em.src(v) for v in e.ins[1:]]
+                item = vals[0] if len(vals) == 1 else f"({', '.join(vals)})"
+                lines.append(f"{ind}{em.src(e.ins[0])}.append({item})")
+            elif pname == "pop":
+                names = ", ".join(self.name(v) for v in e.outs)
+                lines.append(f"{ind}{names} = {em.src(e.ins[0])}.pop()")
+            else:
+                lines.append(ind + _norm(f"{self.name(o)} = {em.expr(e, self.uses)}"))
+                if self.fc.check_scalar is not None and o is self.fc.check_scalar:
+                    lines.append(f"{ind}check_scalar({self.name(o)})")
+                    em.helpers.add("check_scalar")
+            if top and self.fc.free and e.phase == "bwd":
+                dead = [v for v in e.var_ins() if last_use.get(v.id) == i and
+                        v.id not in self.returned and v.kind == "array" and
+                        v.const_name is None and v.id not in em.inline and
+                        v.id not in self.inputs and v.id in self.namer.names and
+                        _is_fwd(v, self.fc.eqns)]
+                if dead:
+                    names = list(dict.fromkeys(self.namer.names[v.id] for v in dead))
+                    lines.append(f"{ind}del {', '.join(names)}")
+        if len(lines) == start:
+            lines.append(f"{ind}pass")
+
+    def _coalesce(self, block, targets):
+        """Give a value the block yields the name of what it becomes (a carried variable
+        or a merged one) when nothing in the block reads the old name afterwards."""
+        pos = {}
+        for i, e in enumerate(block.eqns):
+            for o in e.outs:
+                pos[o.id] = i
+        yielded = [v.id for v in block.outs if isinstance(v, Var)]
+        for v, (old, name) in zip(block.outs, targets):
+            if not isinstance(v, Var) or v.id not in pos or yielded.count(v.id) > 1 or \
+                    v.id in self.namer.names or v.id in self.em.carries:
+                continue
+            after = block.eqns[pos[v.id] + 1:]
+            if old is not None and old.id in _reads(after):
+                continue
+            if any(o is not None and o is not old and o.id in _reads(after)
+                   for o, _ in targets):
+                continue
+            self.namer.names[v.id] = name
+
+    def _copies(self, block, targets, ind, lines):
+        pairs = [(name, self.em.src(v)) for v, (_, name) in zip(block.outs, targets)
+                 if self.em.src(v) != name]
+        if pairs:
+            lines.append(f"{ind}{', '.join(n for n, _ in pairs)} = "
+                         f"{', '.join(v for _, v in pairs)}")
+
+    def cond(self, e, ind, lines):
+        em = self.em
+        names = [self.name(o) for o in e.outs]
+        lines.append(f"{ind}if {em.src(e.ins[0])}:")
+        for side in ("then", "else"):
+            blk = e.params[side]
+            targets = [(None, n) for n in names]
+            self._coalesce(blk, targets)
+            if side == "else":
+                if not blk.eqns and all(em.src(v) == n for v, n in zip(blk.outs, names)):
+                    break
+                lines.append(f"{ind}else:")
+            start = len(lines)
+            self.emit(blk.eqns, ind + "    ", lines)
+            if len(lines) == start + 1 and lines[-1].strip() == "pass" and blk.outs:
+                lines.pop()
+            self._copies(blk, targets, ind + "    ", lines)
+
+    def loop(self, e, ind, lines):
+        em = self.em
+        is_for = e.prim.name == "for"
+        carry, body = e.params["carry"], e.params["body"]
+        inits = e.ins[3:] if is_for else e.ins
+        names = []
+        for c, o in zip(carry, e.outs):
+            n = self.name(c, exact=False if any(
+                isinstance(i, Var) and self.namer.names.get(i.id) == c.hint for i in inits)
+                else None)
+            self.namer.names[o.id] = n
+            names.append(n)
+        pairs = [(n, em.src(i)) for n, i in zip(names, inits) if em.src(i) != n]
+        if pairs:
+            lines.append(f"{ind}{', '.join(n for n, _ in pairs)} = "
+                         f"{', '.join(v for _, v in pairs)}")
+        inner = ind + "    "
+        if is_for:
+            idx = e.params["index"]
+            a, b, c = (em.src(x) for x in e.ins[:3])
+            if c == "1":
+                rng = f"range({b})" if a == "0" else f"range({a}, {b})"
+            else:
+                rng = f"range({a}, {b}, {c})"
+            if e.params.get("reverse"):
+                rng = f"reversed({rng})"
+            lines.append(f"{ind}for {self.name(idx, exact=True)} in {rng}:")
+            if "brk" in e.params:
+                lines.append(f"{inner}if {names[e.params['brk']]}:")
+                lines.append(f"{inner}    break")
+        else:
+            lines.append(f"{ind}while True:")
+            if "brk" in e.params:
+                lines.append(f"{inner}if {names[e.params['brk']]}:")
+                lines.append(f"{inner}    break")
+            cond = e.params["cond"]
+            self.emit(cond.eqns, inner, lines)
+            if lines[-1].strip() == "pass":
+                lines.pop()
+            lines.append(f"{inner}if not {em.src(cond.outs[0])}:")
+            lines.append(f"{inner}    break")
+        targets = list(zip(carry, names))
+        self._coalesce(body, targets)
+        start = len(lines)
+        self.emit(body.eqns, inner, lines)
+        if len(lines) == start + 1 and lines[-1].strip() == "pass":
+            lines.pop()
+        self._copies(body, targets, inner, lines)
+        if len(lines) == start:
+            lines.append(f"{inner}pass")
 
 
 def _only_index_use(v, eqns) -> bool:
@@ -258,16 +437,20 @@ def _only_index_use(v, eqns) -> bool:
             if a is v and not (e.prim.name in ("getitem",) and i == 1) and \
                     e.prim.name not in ("pack",):
                 return False
+        for b in e.blocks():
+            if not _only_index_use(v, b.eqns) or any(o is v for o in b.outs):
+                return False
     return True
 
 
 def _defined_in(v, eqns) -> bool:
-    return any(o is v for e in eqns for o in e.outs)
+    return any(o is v for e in eqns for o in e.outs) or any(
+        _defined_in(v, b.eqns) for e in eqns for b in e.blocks())
 
 
 def _is_fwd(v, eqns) -> bool:
     for e in eqns:
-        if e.outs[0] is v:
+        if any(o is v for o in e.outs):
             return e.phase == "fwd"
     return False
 

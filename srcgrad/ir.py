@@ -18,7 +18,7 @@ from typing import Any, Optional
 
 from runtime.ops.core import Primitive, literal
 
-__all__ = ["Var", "Eqn", "Graph", "Loc", "IRError"]
+__all__ = ["Var", "Eqn", "Graph", "Block", "Loc", "IRError", "free_vars"]
 
 _ids = itertools.count()
 
@@ -97,14 +97,69 @@ class Eqn:
     phase: str = "fwd"  # "fwd": the user's computation; "bwd": staged from a VJP rule
 
     def var_ins(self):
-        return [v for v in self.ins if isinstance(v, Var)]
+        """Vars this equation reads, including the free Vars of its nested blocks."""
+        vs = [v for v in self.ins if isinstance(v, Var)]
+        if self.blocks():
+            vs += free_vars(self)
+        return vs
 
-    def __str__(self):
+    def blocks(self):
+        return [b for b in self.params.values() if isinstance(b, Block)]
+
+    def lines(self, indent="") -> list:
         outs = ", ".join(map(_fmt, self.outs))
         ins = ", ".join(_fmt(v) for v in self.ins)
-        ps = "".join(f", {k}={_fmt(v)}" for k, v in self.params.items())
+        ps = "".join(f", {k}={_fmt(v)}" for k, v in self.params.items()
+                     if not isinstance(v, Block))
         where = f"    # {self.loc.short()}" if self.loc else ""
-        return f"{outs} = {self.prim.name}({ins}{ps}){where}"
+        head = f"{outs} = " if outs else ""
+        out = [f"{indent}{head}{self.prim.name}({ins}{ps}){where}"]
+        for k, b in self.params.items():
+            if isinstance(b, Block):
+                out.append(f"{indent}  {k}:")
+                for e in b.eqns:
+                    out.extend(e.lines(indent + "    "))
+                out.append(f"{indent}    yield {', '.join(map(_fmt, b.outs))}")
+        return out
+
+    def __str__(self):
+        return "\n".join(self.lines())
+
+
+class Block:
+    """A nested region (a branch, a loop body, a loop condition): equations in order and
+    the values it yields (the new values of the variables it carries or merges)."""
+
+    def __init__(self, eqns=None, outs=None):
+        self.eqns = eqns if eqns is not None else []
+        self.outs = outs if outs is not None else []
+
+    def __repr__(self):
+        return f"<block of {len(self.eqns)} eqns>"
+
+
+def free_vars(e: "Eqn") -> list:
+    """Vars read inside e's nested blocks but defined outside them."""
+    seen = {}
+
+    def walk(block, bound):
+        bound = set(bound)
+        for q in block.eqns:
+            for v in q.ins:
+                if isinstance(v, Var) and v.id not in bound and v.const_name is None:
+                    seen.setdefault(v.id, v)
+            inner = bound | {x.id for x in _block_binders(q)}
+            for b in q.blocks():
+                walk(b, inner)
+            bound.update(o.id for o in q.outs)
+        for v in block.outs:
+            if isinstance(v, Var) and v.id not in bound and v.const_name is None:
+                seen.setdefault(v.id, v)
+
+    binders = {x.id for x in _block_binders(e)}
+    for b in e.blocks():
+        walk(b, binders)
+    return list(seen.values())
 
 
 def _fmt(v: Any) -> str:
@@ -127,21 +182,14 @@ class Graph:
 
     def __str__(self):
         head = f"{self.name}({', '.join(map(_fmt, self.inputs))}):"
-        body = [f"  {e}" for e in self.eqns]
+        body = [ln for e in self.eqns for ln in e.lines("  ")]
         outs = ", ".join(_fmt(o) if isinstance(o, Var) else repr(o) for o in self.outputs)
         return "\n".join([head, *body, f"  return {outs}"])
 
     def check(self, extra_inputs=()) -> "Graph":
         """Verify SSA: every Var is defined once, before its uses. Raises IRError."""
         defined = {v.id for v in self.inputs} | {v.id for v in extra_inputs}
-        for e in self.eqns:
-            for v in e.var_ins():
-                if v.id not in defined and v.const_name is None:
-                    raise IRError(f"{v!r} used before definition in: {e}")
-            for o in e.outs:
-                if o.id in defined:
-                    raise IRError(f"{o!r} defined twice (second time in: {e})")
-                defined.add(o.id)
+        _check_eqns(self.eqns, defined, set())
         stack = list(self.outputs)
         while stack:
             o = stack.pop()
@@ -152,3 +200,32 @@ class Graph:
             elif isinstance(o, Var) and o.id not in defined and o.const_name is None:
                 raise IRError(f"output {o!r} is never defined")
         return self
+
+
+def _block_binders(e: Eqn) -> list:
+    out = []
+    for v in e.params.values():
+        if isinstance(v, Var):
+            out.append(v)
+        elif isinstance(v, list):
+            out.extend(x for x in v if isinstance(x, Var))
+    return out
+
+
+def _check_eqns(eqns, defined: set, everywhere: set):
+    """SSA check of a block; `defined` is what is visible here (it is extended)."""
+    for e in eqns:
+        for v in e.ins:
+            if isinstance(v, Var) and v.id not in defined and v.const_name is None:
+                raise IRError(f"{v!r} used before definition in: {e.lines()[0]}")
+        for b in e.blocks():
+            inner = set(defined) | {v.id for v in _block_binders(e)}
+            _check_eqns(b.eqns, inner, everywhere)
+            for v in b.outs:
+                if isinstance(v, Var) and v.id not in inner and v.const_name is None:
+                    raise IRError(f"block yields undefined {v!r} in: {e.lines()[0]}")
+        for o in e.outs:
+            if o.id in everywhere:
+                raise IRError(f"{o!r} defined twice (second time in: {e.lines()[0]})")
+            everywhere.add(o.id)
+            defined.add(o.id)

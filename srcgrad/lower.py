@@ -31,7 +31,9 @@ from runtime.ops.numpy_api import ATTRIBUTES, METHODS, NUMPY, UnsupportedArgumen
 from .errors import (RecursiveCallError, SrcgradError, UnknownFunctionError,
                      UnsupportedSyntaxError)
 from .frontend import Source, parse_function
-from .ir import Eqn, Graph, Loc, Var
+from .ir import Block, Eqn, Graph, Loc, Var
+
+_MISSING = object()
 
 __all__ = ["Builder", "lower", "current_builder", "StaticValueNeeded", "staging"]
 
@@ -66,6 +68,15 @@ CHECK_SCALAR = Primitive("check_scalar", None, meta=True, spell=call("check_scal
 
 #: the shape class of values known to be 0-d
 SCALAR = ("scalar",)
+# control flow and the reverse pass's stacks (structured equations, see ir.Block)
+COND = Primitive("cond", None, meta=True)
+FOR = Primitive("for", None, meta=True)
+WHILE = Primitive("while", None, meta=True)
+NEWSTACK = Primitive("newstack", None, meta=True)
+PUSH = Primitive("push", None, meta=True)
+POP = Primitive("pop", None, meta=True)
+STRUCTURED = {"cond", "for", "while", "newstack", "push", "pop"}
+
 _CREATORS = {"zeros", "ones", "full", "eye", "arange", "zeros_like", "ones_like"}
 _SAME_SHAPE_ARG = {"sum_to": 1, "broadcast_to": 1, "reshape": 1, "scatter_add": 2}
 
@@ -123,6 +134,21 @@ class Builder:
         self.hint = "t"
         self.shape_source: dict[int, Var] = {}  # id of a `shape(v)` result -> v
         self.named: set[int] = set()  # Vars bound to a user's variable name
+
+    def push_block(self):
+        self._outer = getattr(self, "_outer", [])
+        self._outer.append(self.eqns)
+        self.eqns = []
+
+    def pop_block(self) -> list:
+        eqns, self.eqns = self.eqns, self._outer.pop()
+        return eqns
+
+    def structured(self, prim, ins, outs, params):
+        """Append a control-flow equation (cond, for, while, stack ops)."""
+        e = Eqn(prim, list(ins), list(outs), params, self.loc, self.phase)
+        self.eqns.append(e)
+        return e
 
     def stage(self, prim: Primitive, args, params):
         for k, v in params.items():
@@ -283,6 +309,74 @@ class _Return(Exception):
         self.value = value
 
 
+class _EndIter(Exception):
+    """`break` or `continue`: the rest of this loop iteration is not run."""
+
+
+class _Undefined:
+    """A name that is bound on some paths only (in one branch, or inside a loop)."""
+
+    def __init__(self, name, why):
+        self.name, self.why = name, why
+
+
+def _walk_local(stmts, loops=False):
+    """AST nodes of `stmts`, not entering nested functions (nor loops unless `loops`)."""
+    stack = list(stmts)
+    while stack:
+        n = stack.pop()
+        yield n
+        for child in ast.iter_child_nodes(n):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
+                                  ast.ClassDef)):
+                continue
+            if not loops and isinstance(child, (ast.For, ast.While)):
+                yield child  # the loop itself, not its body
+                continue
+            stack.append(child)
+
+
+def _escapes(node) -> bool:
+    """Does this statement contain a return, or a break/continue of the enclosing loop?"""
+    for n in _walk_local([node], loops=False):
+        if isinstance(n, (ast.Break, ast.Continue)):
+            return True
+    for n in _walk_local([node], loops=True):
+        if isinstance(n, ast.Return):
+            return True
+    return False
+
+
+def _assigned(stmts) -> list:
+    names = []
+    for n in _walk_local(stmts, loops=True):
+        targets = []
+        if isinstance(n, ast.Assign):
+            targets = n.targets
+        elif isinstance(n, (ast.AugAssign, ast.AnnAssign)):
+            targets = [n.target]
+        elif isinstance(n, ast.For):
+            targets = [n.target]
+        for t in targets:
+            for m in ast.walk(t):
+                if isinstance(m, ast.Name) and m.id not in names:
+                    names.append(m.id)
+    return names
+
+
+def _phi_able(v) -> bool:
+    return isinstance(v, (Var, bool, int, float, numpy.number)) or v is None
+
+
+class _Plan:
+    """How a runtime `for` loop iterates: range(start, stop, step), maybe reversed, and
+    what the loop target is bound to at index i."""
+
+    def __init__(self, start, stop, step, item, reverse=False, hint="i"):
+        self.start, self.stop, self.step, self.item = start, stop, step, item
+        self.reverse, self.hint = reverse, hint
+
+
 # ---- the lowerer ------------------------------------------------------------------------------
 
 class Lowerer:
@@ -313,10 +407,14 @@ class Lowerer:
     # -- statements ---------------------------------------------------------------------------
 
     def run_body(self, body):
-        for stmt in body:
+        body = list(body)
+        for i, stmt in enumerate(body):
+            if isinstance(stmt, ast.If):
+                self.stmt(stmt, body[i + 1:])
+                return  # the If lowered the rest of the block (its continuation)
             self.stmt(stmt)
 
-    def stmt(self, node):
+    def stmt(self, node, cont=None):
         self.node = node
         text = self.src.line(node.lineno).strip()
         self.b.loc = Loc(self.src.filename, node.lineno, node.col_offset, text)
@@ -327,8 +425,8 @@ class Lowerer:
                 what = _UNSUPPORTED_STMT.get(type(node), f"`{type(node).__name__}` statements")
                 raise self.unsupported(what + " are" if what.endswith("s") and not
                                        what.endswith("(generators)") else what + " is", node)
-            method(node)
-        except (SrcgradError, _Return):
+            method(node) if cont is None else method(node, cont)
+        except (SrcgradError, _Return, _EndIter):
             raise
         except StaticValueNeeded as e:
             raise self.error(f"srcgrad needs {e.what} at compile time, but it is only known "
@@ -388,19 +486,309 @@ class Lowerer:
             raise self.unsupported("decorators on nested functions are", node)
         self.env[node.name] = _LocalFunction(node, self)
 
-    def stmt_If(self, node):
+    def stmt_If(self, node, cont=()):
         test = self.expr(node.test)
-        if _has_var(test):
-            raise self.error("`if` on a value known only at run time is not supported yet "
-                             "(control flow arrives in a later release)", node.test,
+        if not _has_var(test):
+            self.run_body(list(node.body if test else node.orelse) + list(cont))
+            return
+        escapes = _escapes(node)
+        tail = list(cont) if escapes else []
+        self.node = node
+        self.branch(test, lambda: self.run_body(list(node.body) + tail),
+                    lambda: self.run_body(list(node.orelse) + tail), node)
+        if not escapes:
+            self.run_body(cont)
+
+    def branch(self, test, then_fn, else_fn, node):
+        """Lower both sides of a run-time branch and merge them with a `cond` equation."""
+        results = []
+        for fn in (then_fn, else_fn):
+            saved = self.env
+            self.env = dict(saved)
+            self.b.push_block()
+            kind, value = "fall", None
+            try:
+                fn()
+            except _Return as r:
+                kind, value = "return", r.value
+            except _EndIter:
+                kind = "end"
+            eqns = self.b.pop_block()
+            results.append((eqns, self.env, kind, value))
+            self.env = saved
+        (te, tenv, tk, tv), (ee, eenv, ek, ev) = results
+        self.b.loc = Loc(self.src.filename, node.lineno, node.col_offset,
+                         self.src.line(node.lineno).strip())
+        if (tk == "return") != (ek == "return"):
+            raise self.error("every path through this `if` must return a value (srcgrad "
+                             "needs both branches to end the same way)", node,
                              UnsupportedSyntaxError)
-        self.run_body(node.body if test else node.orelse)
+        if tk == "return":
+            outs, tvals, evals = self._phis([("return", tv, ev)], node)
+            self.b.structured(COND, [test], outs, {"then": Block(te, tvals),
+                                                   "else": Block(ee, evals)})
+            raise _Return(self._rebuild(tv, outs))
+        merged = {}
+        triples = []
+        for name in list(dict.fromkeys(list(tenv) + list(eenv))):
+            a, b = tenv.get(name, _MISSING), eenv.get(name, _MISSING)
+            if a is b:
+                merged[name] = a
+            elif a is _MISSING or b is _MISSING or isinstance(a, _Undefined) or \
+                    isinstance(b, _Undefined):
+                merged[name] = _Undefined(name, "it is assigned in only one branch of an "
+                                          "`if` on a run-time value")
+            elif self._mergeable(a, b):
+                triples.append((name, a, b))
+            else:
+                merged[name] = _Undefined(name, "its two branches give it values of "
+                                          "different kinds")
+        outs, tvals, evals = self._phis(triples, node)
+        if outs or te or ee:
+            self.b.structured(COND, [test], outs, {"then": Block(te, tvals),
+                                                   "else": Block(ee, evals)})
+        k = 0
+        for name, a, b in triples:
+            n = len(a) if isinstance(a, tuple) else 1
+            merged[name] = self._rebuild(a, outs[k:k + n])
+            k += n
+        self.env.update(merged)
+        if "end" in (tk, ek):
+            raise _EndIter()
+
+    def _mergeable(self, a, b):
+        if isinstance(a, tuple) and isinstance(b, tuple):
+            return len(a) == len(b) and all(_phi_able(x) and _phi_able(y) for x, y in zip(a, b))
+        return _phi_able(a) and _phi_able(b) and not (a is None and b is None)
+
+    def _phis(self, triples, node):
+        outs, tvals, evals = [], [], []
+        for name, a, b in triples:
+            pa = a if isinstance(a, tuple) else (a,)
+            pb = b if isinstance(b, tuple) else (b,)
+            if len(pa) != len(pb):
+                raise self.error(f"the branches give {name} different numbers of values",
+                                 node, UnsupportedSyntaxError)
+            for x, y in zip(pa, pb):
+                arrays = any(isinstance(v, Var) and v.kind == "array" for v in (x, y))
+                hint = name if name != "return" else "out"
+                out = Var(hint, "array" if arrays or not any(isinstance(v, Var) for v in (x, y))
+                          else "meta")
+                if isinstance(x, Var) and isinstance(y, Var) and x.sclass == y.sclass:
+                    out.sclass = x.sclass
+                if isinstance(x, Var) and isinstance(y, Var) and x.dclass == y.dclass:
+                    out.dclass = x.dclass
+                self.b.named.add(out.id)
+                outs.append(out)
+                tvals.append(x)
+                evals.append(y)
+        return outs, tvals, evals
+
+    @staticmethod
+    def _rebuild(template, outs):
+        if isinstance(template, tuple):
+            return tuple(outs[:len(template)])
+        return outs[0]
+
+    # -- loops ------------------------------------------------------------------------------
 
     def stmt_For(self, node):
-        raise self.unsupported("`for` loops are not yet", node)
+        if node.orelse:
+            raise self.unsupported("`else` on a loop is", node)
+        plan = self.plan(node.iter)
+        if isinstance(plan, list):  # a Python sequence of values: unrolled
+            if any(isinstance(n, (ast.Break, ast.Continue)) for n in _walk_local(node.body)):
+                raise self.unsupported("break/continue in a loop over a Python list is", node)
+            for item in plan:
+                self.assign(node.target, item)
+                self.run_body(node.body)
+            return
+        self.loop(node, plan)
 
     def stmt_While(self, node):
-        raise self.unsupported("`while` loops are not yet", node)
+        if node.orelse:
+            raise self.unsupported("`else` on a loop is", node)
+        self.loop(node, None)
+
+    def stmt_Break(self, node):
+        if not getattr(self, "in_loop", False):
+            raise self.unsupported("`break` outside a run-time loop is", node)
+        self.env["<break>"] = True
+        raise _EndIter()
+
+    def stmt_Continue(self, node):
+        if not getattr(self, "in_loop", False):
+            raise self.unsupported("`continue` outside a run-time loop is", node)
+        raise _EndIter()
+
+    def plan(self, it):
+        """The iteration plan of a `for` loop's iterable (see _Plan); a list to unroll."""
+        if isinstance(it, ast.Call) and not it.keywords and \
+                not any(isinstance(a, ast.Starred) for a in it.args):
+            f = self.expr(it.func)
+            if f is builtins.range:
+                args = [self.expr(a) for a in it.args]
+                if len(args) == 1:
+                    args = [0, args[0], 1]
+                elif len(args) == 2:
+                    args = [args[0], args[1], 1]
+                return _Plan(*args, item=lambda i: i)
+            if f is builtins.reversed and len(it.args) == 1:
+                p = self.plan(it.args[0])
+                if isinstance(p, list):
+                    return p[::-1]
+                p.reverse = not p.reverse
+                return p
+            if f is builtins.enumerate and 1 <= len(it.args) <= 2:
+                p = self.plan(it.args[0])
+                start = self.expr(it.args[1]) if len(it.args) == 2 else 0
+                if isinstance(p, list):
+                    return [(k + start, v) for k, v in enumerate(p)] if not _has_var(start) \
+                        else None
+                if p.reverse:
+                    raise self.unsupported("enumerate(reversed(...)) is", it)
+                item = p.item
+                return _Plan(p.start, p.stop, p.step, lambda i: (
+                    ops.add(ops.subtract(i, p.start), start) if _has_var(p.start) or p.start
+                    else (ops.add(i, start) if start else i), item(i)), hint="k")
+            if f is builtins.zip and it.args:
+                ps = [self.plan(a) for a in it.args]
+                if all(isinstance(p, list) for p in ps):
+                    return list(zip(*ps))
+                if any(isinstance(p, list) or p.reverse or p.step != 1 or p.start != 0
+                       for p in ps):
+                    raise self.unsupported("zip() of these iterables (use arrays or "
+                                           "range(n)) is", it)
+                stop = ps[0].stop
+                for p in ps[1:]:
+                    stop = ops.minimum(stop, p.stop) if _has_var(stop) or _has_var(p.stop) \
+                        else min(stop, p.stop)
+                return _Plan(0, stop, 1, lambda i: tuple(p.item(i) for p in ps))
+        v = self.expr(it)
+        if isinstance(v, Var):
+            return _Plan(0, ops.getitem(ops.shape(v), 0), 1, lambda i: ops.getitem(v, i),
+                         hint="i")
+        if isinstance(v, range):
+            return _Plan(v.start, v.stop, v.step, item=lambda i: i)
+        try:
+            return list(v)
+        except TypeError:
+            raise self.error(f"cannot iterate over a {type(v).__name__}", it) from None
+
+    def loop(self, node, plan):
+        """Lower a run-time `for` (plan given) or `while` (plan None) loop."""
+        if any(isinstance(n, ast.Return) for n in _walk_local(node.body, loops=True)):
+            raise self.unsupported("`return` inside a loop is not supported yet (assign the "
+                                   "result, `break`, and return after the loop); it", node)
+        has_break = any(isinstance(n, ast.Break) for n in _walk_local(node.body))
+        names = [n for n in _assigned(node.body) if n in self.env and
+                 not isinstance(self.env[n], _Undefined)]
+        carried, inits = [], []
+        for n in names:
+            v = self.env[n]
+            parts = v if isinstance(v, tuple) else (v,)
+            if not all(_phi_able(p) and p is not None for p in parts):
+                raise self.error(f"`{n}` is changed inside a loop that runs a number of times "
+                                 f"known only at run time, but it holds a "
+                                 f"{type(v).__name__}, which srcgrad cannot carry from one "
+                                 "iteration to the next", node, UnsupportedSyntaxError)
+            carried.append((n, v))
+            inits.extend(parts)
+        if has_break:
+            inits += [False, 0]
+        elif plan is None:
+            inits += [0]
+        carry = []
+        for v, (name, kind) in zip(inits, self._carry_names(carried, has_break, plan)):
+            c = Var(name, kind if not (isinstance(v, Var) and v.kind == "meta") else "meta")
+            carry.append(c)
+        env = dict(self.env)
+        k = 0
+        for n, v in carried:
+            m = len(v) if isinstance(v, tuple) else 1
+            env[n] = self._rebuild(v, carry[k:k + m])
+            k += m
+        extra = carry[k:]
+        saved_env, saved_loop = self.env, getattr(self, "in_loop", False)
+        self.env, self.in_loop = env, True
+        params = {"carry": carry}
+        try:
+            if plan is None:
+                self.b.push_block()
+                test = self.expr(node.test)
+                params["cond"] = Block(self.b.pop_block(), [test])
+            self.b.push_block()
+            index = None
+            if plan is not None:
+                index = Var(node.target.id if isinstance(node.target, ast.Name) else plan.hint,
+                            "meta")
+                params["index"] = index
+            if extra:
+                self.b.hint = "n_iter"
+                nxt_count = ops.add(extra[-1], 1)
+            if has_break:
+                self.env["<break>"] = extra[0]
+            if plan is not None:
+                self.assign(node.target, plan.item(index))
+            try:
+                self.run_body(node.body)
+            except _EndIter:
+                pass
+            nexts = []
+            for n, v in carried:
+                nv = self.env.get(n, _MISSING)
+                shape_ok = (isinstance(nv, tuple) and isinstance(v, tuple) and
+                            len(nv) == len(v)) or (not isinstance(v, tuple) and
+                                                   not isinstance(nv, tuple))
+                if nv is _MISSING or isinstance(nv, _Undefined) or not shape_ok or not all(
+                        _phi_able(p) for p in (nv if isinstance(nv, tuple) else (nv,))):
+                    raise self.error(f"`{n}` does not keep the same kind of value across "
+                                     "loop iterations", node, UnsupportedSyntaxError)
+                nexts.extend(nv if isinstance(nv, tuple) else (nv,))
+            if has_break:
+                nexts += [self.env["<break>"], nxt_count]
+            elif plan is None:
+                nexts += [nxt_count]
+            params["body"] = Block(self.b.pop_block(), nexts)
+        finally:
+            body_env = self.env
+            self.env, self.in_loop = saved_env, saved_loop
+        outs = [Var(c.hint, c.kind) for c in carry]
+        for o in outs:
+            self.b.named.add(o.id)
+        self.b.loc = Loc(self.src.filename, node.lineno, node.col_offset,
+                         self.src.line(node.lineno).strip())
+        if has_break:
+            params["brk"] = len(carry) - 2
+        if has_break or plan is None:
+            params["count"] = len(carry) - 1
+        if plan is not None:
+            params["reverse"] = plan.reverse
+            self.b.structured(FOR, [plan.start, plan.stop, plan.step] + inits, outs, params)
+        else:
+            self.b.structured(WHILE, inits, outs, params)
+        k = 0
+        for n, v in carried:
+            m = len(v) if isinstance(v, tuple) else 1
+            self.env[n] = self._rebuild(v, outs[k:k + m])
+            k += m
+        for n in _assigned(node.body):
+            if n not in self.env and n in body_env:
+                self.env[n] = _Undefined(n, "it is first assigned inside a loop whose trip "
+                                         "count is known only at run time; give it a value "
+                                         "before the loop")
+
+    @staticmethod
+    def _carry_names(carried, has_break, plan):
+        out = []
+        for n, v in carried:
+            for _ in (v if isinstance(v, tuple) else (v,)):
+                out.append((n, "array"))
+        if has_break:
+            out.append(("brk", "meta"))
+        if has_break or plan is None:
+            out.append(("n_iter", "meta"))
+        return out
 
     def assign(self, target, value):
         if isinstance(target, ast.Name):
@@ -454,7 +842,11 @@ class Lowerer:
 
     def load(self, name, node):
         if name in self.env:
-            return self.env[name]
+            v = self.env[name]
+            if isinstance(v, _Undefined):
+                raise self.error(f"`{name}` may be undefined here: {v.why}", node,
+                                 UnsupportedSyntaxError)
+            return v
         if self.outer is not None:
             try:
                 return self.outer.load(name, node)
@@ -555,11 +947,25 @@ class Lowerer:
 
     def expr_IfExp(self, node):
         test = self.expr(node.test)
-        if _has_var(test):
-            raise self.error("a conditional expression on a value known only at run time is "
-                             "not supported yet; use np.where(cond, a, b)", node.test,
-                             UnsupportedSyntaxError)
-        return self.expr(node.body if test else node.orelse)
+        if not _has_var(test):
+            return self.expr(node.body if test else node.orelse)
+        key = "<ifexp>"
+        saved = self.env.get(key, _MISSING)
+
+        def side(e):
+            def fn():
+                self.env[key] = self.expr(e)
+            return fn
+
+        self.env[key] = None
+        self.branch(test, side(node.body), side(node.orelse), node)
+        value = self.env.pop(key)
+        if saved is not _MISSING:
+            self.env[key] = saved
+        if isinstance(value, _Undefined):
+            raise self.error("the two sides of this conditional expression give values of "
+                             "different kinds", node, UnsupportedSyntaxError)
+        return value
 
     def expr_Attribute(self, node):
         obj = self.expr(node.value)

@@ -130,6 +130,9 @@ def _key(e: Eqn):
     return (e.prim.name, tuple(parts), params)
 
 
+_STRUCTURED = {"cond", "for", "while", "newstack", "push", "pop"}
+
+
 def optimize(graph: Graph, named: set | None = None, passes=PASSES, keep=()) -> Graph:
     """Run `passes` to a fixed point. `named` is the set of Var ids bound to user names
     (a simplified-away name moves to its replacement); `keep` lists Vars never removed."""
@@ -137,83 +140,148 @@ def optimize(graph: Graph, named: set | None = None, passes=PASSES, keep=()) -> 
     eqns = list(graph.eqns)
     outputs = graph.outputs
     while True:
-        subst: dict[int, object] = {}
+        run = _Run(graph, named, passes)
+        eqns = run.block(eqns, {}, {})
+        outputs = run.res_tree(outputs)
+        changed = run.changed
+        if "dce" in passes:
+            live = {v.id for v in _vars(outputs)} | {v.id for v in keep}
+            before = _count(eqns)
+            eqns = _dce(eqns, live)
+            changed = changed or _count(eqns) != before
+        if not changed:
+            break
+    return Graph(graph.inputs, eqns, outputs, graph.name)
 
-        def res(v):
-            while isinstance(v, Var) and v.id in subst:
-                v = subst[v.id]
-            return v
 
-        def res_tree(o):
-            if isinstance(o, Var):
-                return res(o)
-            if isinstance(o, tuple):
-                return tuple(res_tree(x) for x in o)
-            if isinstance(o, list):
-                return [res_tree(x) for x in o]
-            if isinstance(o, dict):
-                return {k: res_tree(x) for k, x in o.items()}
-            return o
+def _count(eqns) -> int:
+    return sum(1 + sum(_count(b.eqns) for b in e.blocks()) for e in eqns)
 
-        ctx = _Ctx(graph, named)
-        seen = {}
-        new = []
-        changed = False
+
+class _Run:
+    """One sweep of simplify / fold / cse over a block and its nested blocks."""
+
+    def __init__(self, graph, named, passes):
+        self.graph, self.named, self.passes = graph, named, passes
+        self.subst: dict[int, object] = {}
+        self.changed = False
+        self.shape_source: dict[int, Var] = {}
+
+    def res(self, v):
+        while isinstance(v, Var) and v.id in self.subst:
+            v = self.subst[v.id]
+        return v
+
+    def res_tree(self, o):
+        if isinstance(o, Var):
+            return self.res(o)
+        if isinstance(o, tuple):
+            return tuple(self.res_tree(x) for x in o)
+        if isinstance(o, list):
+            return [self.res_tree(x) for x in o]
+        if isinstance(o, dict):
+            return {k: self.res_tree(x) for k, x in o.items()}
+        return o
+
+    def block(self, eqns, seen: dict, producer: dict) -> list:
         from .lower import Builder, staging
 
-        scratch = Builder()
+        ctx = _Ctx(self.graph, self.named)
+        ctx.producer = producer
+        new = []
         for e in eqns:
-            e = Eqn(e.prim, [res_tree(a) for a in e.ins], e.outs, e.params, e.loc, e.phase)
+            if e.prim.name in _STRUCTURED:
+                e.ins = [self.res_tree(a) for a in e.ins]
+                for b in e.blocks():
+                    b.eqns = self.block(b.eqns, dict(seen), dict(producer))
+                    b.outs = [self.res_tree(v) for v in b.outs]
+                new.append(e)
+                continue
+            e = Eqn(e.prim, [self.res_tree(a) for a in e.ins], e.outs, e.params, e.loc,
+                    e.phase)
             out = e.outs[0]
-            if "simplify" in passes:
-                scratch.eqns = []
+            if e.prim.name == "shape" and isinstance(e.ins[0], Var):
+                self.shape_source[out.id] = e.ins[0]
+            if "simplify" in self.passes:
+                scratch = Builder()
                 scratch.loc, scratch.phase, scratch.hint = e.loc, e.phase, out.hint
-                for prior in new:
-                    if prior.prim.name == "shape":
-                        scratch.shape_source[prior.outs[0].id] = prior.ins[0]
+                scratch.shape_source.update(self.shape_source)
                 with staging(scratch):
                     r = _simplify(e, ctx)
                 if r is not _KEEP:
                     for extra in scratch.eqns:  # a simplification may stage a cheaper op
-                        ctx.producer[extra.outs[0].id] = extra
+                        producer[extra.outs[0].id] = extra
                         new.append(extra)
-                    _move_name(out, r, named)
-                    subst[out.id] = r
-                    changed = True
+                    _move_name(out, r, self.named)
+                    self.subst[out.id] = r
+                    self.changed = True
                     continue
-            if "fold" in passes and not any(isinstance(a, Var) for a in e.ins) and \
+            if "fold" in self.passes and not any(isinstance(a, Var) for a in e.ins) and \
                     e.prim.name not in _CREATORS and e.prim.impl is not None:
                 value = e.prim.impl(*e.ins, **e.params)
                 if not isinstance(value, numpy.ndarray) or value.size <= 16:
-                    subst[out.id] = value
-                    changed = True
+                    self.subst[out.id] = value
+                    self.changed = True
                     continue
-            if "cse" in passes:
+            if "cse" in self.passes:
                 k = _key(e)
                 if k is not None:
                     if k in seen:
-                        _move_name(out, seen[k], named)
-                        subst[out.id] = seen[k]
-                        changed = True
+                        _move_name(out, seen[k], self.named)
+                        self.subst[out.id] = seen[k]
+                        self.changed = True
                         continue
                     seen[k] = out
-            ctx.producer[out.id] = e
+            producer[out.id] = e
             new.append(e)
-        outputs = res_tree(outputs)
-        if "dce" in passes:
-            live = {v.id for v in _vars(outputs)} | {v.id for v in keep}
-            kept = []
-            for e in reversed(new):
-                if any(o.id in live for o in e.outs):
-                    kept.append(e)
-                    live.update(v.id for v in e.var_ins())
-                else:
-                    changed = True
-            new = kept[::-1]
-        eqns = new
-        if not changed:
-            break
-    return Graph(graph.inputs, eqns, outputs, graph.name)
+        return new
+
+
+def _has_effects(eqns) -> bool:
+    return any(e.prim.name in ("push", "pop") or _has_effects_blocks(e) for e in eqns)
+
+
+def _has_effects_blocks(e) -> bool:
+    return any(_has_effects(b.eqns) for b in e.blocks())
+
+
+def _dce(eqns, live: set) -> list:
+    """Drop equations whose results are never used (in place for nested blocks)."""
+    kept = []
+    for e in reversed(eqns):
+        name = e.prim.name
+        if name in ("push", "pop"):
+            kept.append(e)
+            live.update(v.id for v in e.ins if isinstance(v, Var))
+            continue
+        if name == "cond":
+            then, els = e.params["then"], e.params["else"]
+            keep_k = [k for k, o in enumerate(e.outs) if o.id in live]
+            e.outs = [e.outs[k] for k in keep_k]
+            then.outs = [then.outs[k] for k in keep_k]
+            els.outs = [els.outs[k] for k in keep_k]
+            if not e.outs and not _has_effects_blocks(e):
+                continue
+            for b in (then, els):
+                live.update(v.id for v in b.outs if isinstance(v, Var))
+                b.eqns = _dce(b.eqns, live)
+            live.update(v.id for v in e.ins if isinstance(v, Var))
+            kept.append(e)
+            continue
+        if name in ("for", "while"):
+            if not any(o.id in live for o in e.outs) and not _has_effects_blocks(e):
+                continue
+            for b in e.blocks():
+                live.update(v.id for v in b.outs if isinstance(v, Var))
+            for b in e.blocks():
+                b.eqns = _dce(b.eqns, live)
+            live.update(v.id for v in e.ins if isinstance(v, Var))
+            kept.append(e)
+            continue
+        if any(o.id in live for o in e.outs):
+            kept.append(e)
+            live.update(v.id for v in e.ins if isinstance(v, Var))
+    return kept[::-1]
 
 
 def _move_name(old: Var, new, named: set):

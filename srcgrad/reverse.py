@@ -1,85 +1,421 @@
 """Stage 3, reverse: a forward Graph -> the Graph of its gradient (forward + adjoint eqns).
 
-Walk the forward equations backwards; for each one whose output has a cotangent, stage
-its primitive's VJP rules (the same functions the tape engine runs) through
-`runtime.ops.apply_vjp`. Staging means: the rules run on `Var`s, and every primitive they
-call appends an equation. Cotangents of values used more than once are summed. Only
-equations on a path from a `wrt` input to the output are differentiated ("active").
+Walk the forward equations backwards; for each primitive whose output has a cotangent,
+stage its VJP rules (the same functions the tape engine runs) through
+`runtime.ops.apply_vjp`: the rules run on `Var`s and every primitive they call appends an
+equation. Cotangents of values used more than once are summed. Only equations that
+depend on a `wrt` input are differentiated ("active").
+
+Control flow is reversed structurally, as a person would write it:
+- a `cond` becomes a `cond` on the same predicate whose branches hold the adjoints of the
+  forward branches (values a branch computed are passed out of it when a loop needs them);
+- a loop becomes a loop running the other way: `for t in reversed(range(...))` for a plain
+  `for`, `for _ in range(n_iter)` for a `while` or a loop that can `break`. The forward
+  loop saves, on a stack per loop, exactly the values its adjoint body reads (carried
+  values at the start of an iteration, intermediates at its end); the adjoint pops them.
+  Cotangents of the loop's carried values and of outer values it reads are the adjoint
+  loop's own carried state. A loop with nothing active saves nothing.
 """
 from __future__ import annotations
 
 from runtime import ops
 from runtime.ops import apply_vjp
 
-from .ir import Graph, Var
-from .lower import Builder, staging
+from .ir import Block, Eqn, Graph, Var, free_vars
+from .lower import COND, FOR, NEWSTACK, POP, PUSH, WHILE, Builder, staging
 
-__all__ = ["active_vars", "reverse"]
-
-
-def active_vars(graph: Graph, wrt: list) -> set:
-    """Ids of Vars that depend differentiably on a `wrt` input and reach an output."""
-    forward = {v.id for v in wrt}
-    for e in graph.eqns:
-        if not e.prim.differentiable:
-            continue
-        if any(isinstance(a, Var) and a.id in forward and e.prim.is_diff_input(i)
-               for i, a in enumerate(e.ins)):
-            forward.update(o.id for o in e.outs)
-    needed = {o.id for o in _flat_vars(graph.outputs[:1])} & forward
-    for e in reversed(graph.eqns):
-        if any(o.id in needed for o in e.outs) and e.prim.differentiable:
-            for i, a in enumerate(e.ins):
-                if isinstance(a, Var) and a.id in forward and e.prim.is_diff_input(i):
-                    needed.add(a.id)
-    return needed
+__all__ = ["activity", "reverse"]
 
 
-def _flat_vars(obj):
-    if isinstance(obj, Var):
-        yield obj
-    elif isinstance(obj, (tuple, list)):
-        for o in obj:
-            yield from _flat_vars(o)
-    elif isinstance(obj, dict):
-        for o in obj.values():
-            yield from _flat_vars(o)
+def activity(eqns, active: set) -> set:
+    """Add to `active` the ids of Vars that depend differentiably on active ones."""
+    for e in eqns:
+        name = e.prim.name
+        if name == "cond":
+            then, els = e.params["then"], e.params["else"]
+            activity(then.eqns, active)
+            activity(els.eqns, active)
+            for o, a, b in zip(e.outs, then.outs, els.outs):
+                if (isinstance(a, Var) and a.id in active) or (isinstance(b, Var) and
+                                                               b.id in active):
+                    active.add(o.id)
+        elif name in ("for", "while"):
+            carry, body = e.params["carry"], e.params["body"]
+            inits = e.ins[3:] if name == "for" else e.ins
+            for c, i in zip(carry, inits):
+                if isinstance(i, Var) and i.id in active:
+                    active.add(c.id)
+            while True:
+                before = len(active)
+                activity(body.eqns, active)
+                for c, n in zip(carry, body.outs):
+                    if isinstance(n, Var) and n.id in active:
+                        active.add(c.id)
+                if len(active) == before:
+                    break
+            for c, o in zip(carry, e.outs):
+                if c.id in active:
+                    active.add(o.id)
+        elif e.prim.differentiable and any(
+                isinstance(a, Var) and a.id in active and e.prim.is_diff_input(i)
+                for i, a in enumerate(e.ins)):
+            active.update(o.id for o in e.outs)
+    return active
+
+
+def _add(cts, v, ct):
+    prev = cts.get(v.id)
+    cts[v.id] = ct if prev is None else ops.add(prev, ct)
+
+
+def _defined(eqns) -> dict:
+    """id -> Var for the outputs of a block's top-level equations."""
+    return {o.id: o for e in eqns for o in e.outs}
+
+
+def _referenced(eqns, outs=()) -> dict:
+    """id -> Var of every Var read by these equations (at any depth) or yielded."""
+    seen = {}
+    for e in eqns:
+        for v in e.ins:
+            if isinstance(v, Var):
+                seen.setdefault(v.id, v)
+        for b in e.blocks():
+            seen.update(_referenced(b.eqns, b.outs))
+    for v in outs:
+        if isinstance(v, Var):
+            seen.setdefault(v.id, v)
+    return seen
+
+
+def _subst(eqns, mapping: dict):
+    """Replace Vars (by id) in place, in these equations and their nested blocks."""
+    for e in eqns:
+        e.ins = [mapping.get(v.id, v) if isinstance(v, Var) else v for v in e.ins]
+        for b in e.blocks():
+            _subst(b.eqns, mapping)
+            b.outs = [mapping.get(v.id, v) if isinstance(v, Var) else v for v in b.outs]
+
+
+class _Reverser:
+    def __init__(self, b: Builder, active: set):
+        self.b = b
+        self.active = active
+        self.depth = 0  # how many loops enclose the block being reversed
+
+    def block(self, eqns: list, cts: dict):
+        """Stage the adjoint of `eqns` (a forward block, modified in place when loops
+        need stacks) into the builder's current block."""
+        i = len(eqns) - 1
+        while i >= 0:
+            e = eqns[i]
+            name = e.prim.name
+            if name == "cond":
+                self.cond(e, cts)
+            elif name in ("for", "while"):
+                stack_eqn = self.loop(e, cts)
+                if stack_eqn is not None:
+                    eqns.insert(i, stack_eqn)
+            elif name not in ("push", "newstack", "pop"):
+                self.prim(e, cts)
+            i -= 1
+
+    def prim(self, e: Eqn, cts: dict):
+        o = e.outs[0]
+        g = cts.pop(o.id, None)
+        if g is None:
+            return
+        needs = [isinstance(a, Var) and a.id in self.active and e.prim.is_diff_input(i)
+                 for i, a in enumerate(e.ins)]
+        if not any(needs):
+            return
+        b = self.b
+        b.loc = e.loc
+        for i, a in enumerate(e.ins):
+            if not needs[i]:
+                continue
+            b.hint = "d" + a.hint  # what a rule stages is named after the input it is for
+            only = [j == i for j in range(len(needs))]
+            ct = apply_vjp(e.prim, g, o, e.ins, e.params, only)[i]
+            if ct is not None:
+                _add(cts, a, ct)
+                _name_last(b, cts[a.id], a)
+
+    # -- branches ---------------------------------------------------------------------------
+
+    def cond(self, e: Eqn, cts: dict):
+        gs = [cts.pop(o.id, None) for o in e.outs]
+        if all(g is None for g in gs):
+            return
+        b = self.b
+        pred = e.ins[0]
+        branches = (e.params["then"], e.params["else"])
+        staged = []
+        for blk in branches:
+            b.push_block()
+            local: dict = {}
+            for v, g in zip(blk.outs, gs):
+                if g is not None and isinstance(v, Var) and v.id in self.active:
+                    _add(local, v, g)
+            self.block(blk.eqns, local)
+            staged.append((b.pop_block(), local))
+        # outer values whose cotangent changes in either branch
+        keys: dict[int, Var] = {}
+        everything = {}
+        for blk in branches:
+            everything.update(_referenced(blk.eqns, blk.outs))
+        for _, local in staged:
+            for k in local:
+                keys.setdefault(k, _lookup(everything, k))
+        self._export(e, staged)
+        outs, vals = [], ([], [])
+        for vid, v in keys.items():
+            d = Var("d" + v.hint, "array")
+            b.named.add(d.id)
+            outs.append((v, d))
+            for side, (eqns, local) in enumerate(staged):
+                ct = local.get(vid)
+                if ct is None:
+                    b.push_block()
+                    b.eqns = eqns
+                    b.hint = "d" + v.hint
+                    with staging(b):
+                        ct = ops.zeros_like(v)
+                    b.pop_block()
+                vals[side].append(ct)
+        b.loc = e.loc
+        b.structured(COND, [pred], [d for _, d in outs],
+                     {"then": Block(staged[0][0], vals[0]), "else": Block(staged[1][0], vals[1])})
+        for v, d in outs:
+            _add(cts, v, d)
+
+    def _export(self, e: Eqn, staged):
+        """Pass values a branch computed (and its adjoint reads) out of the forward `cond`,
+        so the adjoint reads a value defined on every path (a loop around it can then
+        save it for its own adjoint)."""
+        for side, (eqns, _) in enumerate(staged):
+            blk = e.params["then" if side == 0 else "else"]
+            other = e.params["else" if side == 0 else "then"]
+            inner = _defined(blk.eqns)
+            used = _referenced(eqns)
+            shape_only = _shape_only_uses(eqns, ())
+            mapping = {}
+            for vid, v in used.items():
+                if vid not in inner:
+                    continue
+                if vid in shape_only:  # pass out the shape, not the array
+                    b = self.b
+                    with staging(b):
+                        b.push_block()
+                        b.eqns = blk.eqns
+                        b.phase, b.loc = "fwd", None
+                        s_var = ops.shape(v)
+                        b.pop_block()
+                        b.phase = "bwd"
+                    out = Var(s_var.hint, "meta")
+                    blk.outs.append(s_var)
+                    for shape_eqn in shape_only[vid]:
+                        mapping[shape_eqn.outs[0].id] = out
+                else:
+                    out = Var(v.hint, v.kind, v.sclass, v.dclass)
+                    blk.outs.append(v)
+                    mapping[vid] = out
+                e.outs.append(out)
+                other.outs.append(None)
+            _subst(eqns, mapping)
+
+    # -- loops ----------------------------------------------------------------------------------
+
+    def loop(self, e: Eqn, cts: dict):
+        """Stage the adjoint loop of `e`; returns the equation creating its stack (to be
+        placed before `e`), or None when nothing needed saving."""
+        is_for = e.prim.name == "for"
+        carry, body = e.params["carry"], e.params["body"]
+        inits = e.ins[3:] if is_for else e.ins
+        act = [k for k, c in enumerate(carry) if c.id in self.active]
+        gs = {k: cts.pop(o.id, None) for k, o in enumerate(e.outs)}
+        if not act or all(gs[k] is None for k in act):
+            return None
+        b = self.b
+        counted = "count" in e.params
+        index = e.params.get("index")
+        # 1. the adjoint body, staged with fresh cotangent carries
+        b.push_block()
+        self.depth += 1
+        dcs = {k: Var("d" + carry[k].hint, "array") for k in act}
+        local: dict = {}
+        for k in act:
+            v = body.outs[k]
+            if isinstance(v, Var) and v.id in self.active:
+                _add(local, v, dcs[k])
+        self.block(body.eqns, local)
+        self.depth -= 1
+        b.hint = "d"
+        with staging(b):
+            nexts = []
+            for k in act:
+                ct = local.pop(carry[k].id, None)
+                if ct is None:
+                    b.hint = "d" + carry[k].hint
+                    ct = ops.zeros_like(carry[k])
+                nexts.append(ct)
+            outer_ids = [vid for vid in local]
+            refs = _referenced(body.eqns, body.outs)
+            outer = [_lookup(refs, vid) for vid in outer_ids]
+            accs = {}
+            for vid, v in zip(outer_ids, outer):
+                acc = Var("d" + v.hint, "array")
+                b.hint = "d" + v.hint
+                nexts.append(ops.add(acc, local[vid]))
+                accs[vid] = (v, acc)
+        adj_eqns = b.pop_block()
+        # 2. what the adjoint body reads from the forward iteration: save it on a stack
+        fwd_body = _defined(body.eqns)
+        reads = _referenced(adj_eqns, nexts)
+        at_start = [v for v in carry if v.id in reads]
+        if counted and index is not None and index.id in reads:
+            at_start.append(index)
+        at_end = [v for vid, v in fwd_body.items() if vid in reads]
+        # a value the adjoint reads only for its shape is saved as its shape
+        shape_only = _shape_only_uses(adj_eqns, nexts)
+        with staging(b):
+            b.push_block()
+            b.eqns = body.eqns
+            b.phase, b.loc = "fwd", e.loc
+            cond_outs = {o.id for e2 in body.eqns if e2.prim.name == "cond" for o in e2.outs}
+            b.loc = None
+            for group in (at_start, at_end):
+                for j, v in enumerate(group):
+                    if v.id in shape_only and v.id not in cond_outs:
+                        s_var = ops.shape(v)
+                        group[j] = s_var
+                        for shape_eqn in shape_only[v.id]:
+                            mapping_shape = {shape_eqn.outs[0].id: s_var}
+                            _subst(adj_eqns, mapping_shape)
+            b.pop_block()
+            b.phase = "bwd"
+        # shapes of carried values are computed where their push happens: at the start
+        start_ids = {v.id for v in at_start}
+        moved = [e2 for e2 in body.eqns if e2.outs and e2.outs[0].id in start_ids]
+        body.eqns = moved + [e2 for e2 in body.eqns if all(e2 is not m for m in moved)]
+        stack_eqn = None
+        pops = []
+        rev_index = Var(index.hint if index is not None and not counted else "_", "meta")
+        mapping = {}
+        if not counted and index is not None:
+            mapping[index.id] = rev_index
+        if at_start or at_end:
+            stack = Var(f"{(carry[act[0]].hint)}_stack", "meta")
+            stack_eqn = Eqn(NEWSTACK, [], [stack], {}, e.loc, "fwd")
+            if at_start:
+                body.eqns.insert(len(moved), Eqn(PUSH, [stack] + at_start, [], {}, e.loc,
+                                                 "fwd"))
+            if at_end:
+                body.eqns.append(Eqn(PUSH, [stack] + at_end, [], {}, e.loc, "fwd"))
+            for group in (at_end, at_start):
+                if group:
+                    popped = [Var(v.hint, v.kind, v.sclass, v.dclass) for v in group]
+                    for v, p in zip(group, popped):
+                        mapping[v.id] = p
+                    pops.append(Eqn(POP, [stack], popped, {}, e.loc, "bwd"))
+        _subst(adj_eqns, mapping)
+        nexts = [mapping.get(v.id, v) if isinstance(v, Var) else v for v in nexts]
+        # 3. the adjoint loop
+        b.loc = e.loc
+        with staging(b):
+            init_vals = []
+            for k in act:
+                g = gs[k]
+                if g is None:
+                    b.hint = "d" + carry[k].hint
+                    g = ops.zeros_like(e.outs[k])
+                init_vals.append(g)
+            for vid, (v, acc) in accs.items():
+                prev = cts.pop(vid, None)
+                if prev is None:
+                    b.hint = "d" + v.hint
+                    prev = ops.zeros_like(v)
+                init_vals.append(prev)
+        adj_carry = [dcs[k] for k in act] + [acc for _, acc in accs.values()]
+        adj_outs = [Var(c.hint, "array") for c in adj_carry]
+        for o in adj_outs:
+            b.named.add(o.id)
+        params = {"index": rev_index, "carry": adj_carry, "body": Block(pops + adj_eqns, nexts)}
+        if counted:
+            n = e.outs[e.params["count"]]
+            ins = [0, n, 1]
+            params["reverse"] = False
+        else:
+            ins = list(e.ins[:3])
+            params["reverse"] = not e.params.get("reverse", False)
+        b.structured(FOR, ins + init_vals, adj_outs, params)
+        # 4. cotangents leave the loop: to the initial values and to the outer values
+        with staging(b):
+            for k, o in zip(act, adj_outs):
+                i = inits[k]
+                if isinstance(i, Var) and i.id in self.active:
+                    b.hint = "d" + i.hint
+                    _add(cts, i, o)
+            for (vid, (v, _)), o in zip(accs.items(), adj_outs[len(act):]):
+                cts[vid] = o
+        return stack_eqn
+
+
+def _shape_only_uses(eqns, outs) -> dict:
+    """id of v -> the `shape(v)` equations, for Vars read by `eqns` only through shape()."""
+    shapes: dict[int, list] = {}
+    other: set[int] = set()
+
+    def walk(eqns, outs):
+        for e in eqns:
+            for v in e.ins:
+                if isinstance(v, Var):
+                    if e.prim.name == "shape":
+                        shapes.setdefault(v.id, []).append(e)
+                    else:
+                        other.add(v.id)
+            for blk in e.blocks():
+                walk(blk.eqns, blk.outs)
+        for v in outs:
+            if isinstance(v, Var):
+                other.add(v.id)
+
+    walk(eqns, outs)
+    return {k: v for k, v in shapes.items() if k not in other}
+
+
+def _lookup(table: dict, vid: int) -> Var:
+    v = table.get(vid)
+    if v is None:
+        from .ir import IRError
+
+        raise IRError(f"a cotangent reached %{vid}, which the block never reads")
+    return v
 
 
 def reverse(graph: Graph, wrt: list, seed, builder: Builder | None = None):
     """Stage the adjoint of `graph.outputs[0]` with cotangent `seed` (a Var or 1.0).
 
-    Returns (builder, grads): `builder.eqns` holds the forward equations followed by the
-    adjoint ones, and `grads[i]` is the cotangent of `wrt[i]` (None when structurally zero).
+    Returns (builder, grads): `builder.eqns` holds the forward equations (with the pushes
+    loops need) followed by the adjoint ones, and `grads[i]` is the cotangent of `wrt[i]`
+    (None when structurally zero).
     """
     out = graph.outputs[0]
     b = builder or Builder()
-    b.eqns.extend(graph.eqns)
-    active = active_vars(graph, wrt)
+    fwd = list(graph.eqns)
+    active = activity(fwd, {v.id for v in wrt})
     cts: dict[int, object] = {}
     if isinstance(out, Var) and out.id in active:
         cts[out.id] = seed
+    b.phase = "bwd"
+    rev = _Reverser(b, active)
+    b.eqns = []
+    with staging(b):
+        rev.block(fwd, cts)
+    adjoint = b.eqns
+    b.eqns = fwd + adjoint
     with staging(b):
         b.phase = "bwd"
-        for e in reversed(graph.eqns):
-            o = e.outs[0]
-            g = cts.pop(o.id, None)
-            if g is None:
-                continue
-            needs = [isinstance(a, Var) and a.id in active and e.prim.is_diff_input(i)
-                     for i, a in enumerate(e.ins)]
-            if not any(needs):
-                continue
-            b.loc = e.loc
-            b.hint = "d" + o.hint
-            rule_cts = apply_vjp(e.prim, g, o, e.ins, e.params, needs)
-            for a, ct in zip(e.ins, rule_cts):
-                if ct is None:
-                    continue
-                b.hint = "d" + a.hint
-                prev = cts.get(a.id)
-                cts[a.id] = ct if prev is None else ops.add(prev, ct)
-                _name_last(b, ct if prev is None else cts[a.id], a)
         grads = []
         b.loc = None
         for v in wrt:
@@ -94,7 +430,6 @@ def reverse(graph: Graph, wrt: list, seed, builder: Builder | None = None):
 
 def _name_last(b: Builder, value, primal: Var):
     """Name the Var that carries a cotangent after its primal (`dx` for `x`)."""
-    if isinstance(value, Var) and b.eqns and b.eqns[-1].outs[0] is value:
+    if isinstance(value, Var) and b.eqns and b.eqns[-1].outs and b.eqns[-1].outs[0] is value:
         value.hint = "d" + primal.hint
         b.named.add(value.id)
-
