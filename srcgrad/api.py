@@ -137,7 +137,7 @@ class _CompiledBase:
             out, aux = result
         else:
             out, aux = result, None
-        fwd = Graph(graph.inputs, graph.eqns, [out], graph.name)
+        fwd = Graph(graph.inputs, graph.eqns, [out], graph.name, graph.named)
         b, returns, check, nested = self._adjoint(fwd, wrt, out, aux)
         opt = optimize(Graph(graph.inputs, b.eqns, [returns], graph.name), named=b.named,
                        keep=[check] if check is not None else ())

@@ -279,9 +279,8 @@ class _BlockCtx:
         self.namer.names[v.id] = n
         return n
 
-    def emit(self, eqns, ind, lines, top=False):
+    def emit(self, eqns, ind, lines, top=False, group=None):
         em = self.em
-        group = None
         last_use = {}
         if top:
             for i, e in enumerate(eqns):
@@ -308,6 +307,11 @@ class _BlockCtx:
                 self.cond(e, ind, lines)
             elif pname in ("for", "while"):
                 self.loop(e, ind, lines)
+            elif pname == "list_append":
+                lst = e.ins[0]
+                self.namer.names[o.id] = self.name(lst) if isinstance(lst, Var) else \
+                    self.name(o)
+                lines.append(ind + _norm(em.expr(e, self.uses)))
             elif pname == "newstack":
                 lines.append(f"{ind}{self.name(o)} = []")
             elif pname == "push":
@@ -374,7 +378,7 @@ class _BlockCtx:
                     break
                 lines.append(f"{ind}else:")
             start = len(lines)
-            self.emit(blk.eqns, ind + "    ", lines)
+            self.emit(blk.eqns, ind + "    ", lines, group=(e.loc, e.phase))
             if len(lines) == start + 1 and lines[-1].strip() == "pass" and blk.outs:
                 lines.pop()
             self._copies(blk, targets, ind + "    ", lines)
@@ -415,7 +419,7 @@ class _BlockCtx:
                 lines.append(f"{inner}if {names[e.params['brk']]}:")
                 lines.append(f"{inner}    break")
             cond = e.params["cond"]
-            self.emit(cond.eqns, inner, lines)
+            self.emit(cond.eqns, inner, lines, group=(e.loc, e.phase))
             if lines[-1].strip() == "pass":
                 lines.pop()
             lines.append(f"{inner}if not {em.src(cond.outs[0])}:")
@@ -423,7 +427,7 @@ class _BlockCtx:
         targets = list(zip(carry, names))
         self._coalesce(body, targets)
         start = len(lines)
-        self.emit(body.eqns, inner, lines)
+        self.emit(body.eqns, inner, lines, group=(e.loc, e.phase))
         if len(lines) == start + 1 and lines[-1].strip() == "pass":
             lines.pop()
         self._copies(body, targets, inner, lines)

@@ -179,6 +179,7 @@ class Graph:
     eqns: list
     outputs: list
     name: str = "f"
+    named: set = field(default_factory=set)  # ids of Vars bound to the user's names
 
     def __str__(self):
         head = f"{self.name}({', '.join(map(_fmt, self.inputs))}):"

@@ -77,7 +77,41 @@ PUSH = Primitive("push", None, meta=True)
 POP = Primitive("pop", None, meta=True)
 STRUCTURED = {"cond", "for", "while", "newstack", "push", "pop"}
 
-_CREATORS = {"zeros", "ones", "full", "eye", "arange", "zeros_like", "ones_like"}
+
+# Python lists that grow inside run-time loops or branches (`hs.append(h)`) become list
+# values; their cotangent is the cotangent of np.stack(hs) (an array, element k at [k]).
+def vjp_list_from(g, out, *items, index):
+    return ops.getitem(g, index)
+
+
+def vjp_list_append_item(g, out, lst, item, pos):
+    return ops.getitem(g, pos)
+
+
+def vjp_list_append_list(g, out, lst, item, pos):
+    return g
+
+
+def vjp_stack_list(g, out, lst, axis=0):
+    return g if axis == 0 else ops.moveaxis(g, source=axis, destination=0)
+
+
+def _list_append(lst, item, pos):
+    lst.append(item)
+    return lst
+
+
+LIST_FROM = Primitive("list_from", lambda *items: list(items), vjps=(vjp_list_from,),
+                      variadic=True, spell=lambda i, p, d: f"[{', '.join(i)}]")
+LIST_APPEND = Primitive("list_append", _list_append,
+                        vjps=(vjp_list_append_list, vjp_list_append_item), nondiff=(2,),
+                        spell=lambda i, p, d: f"{i[0]}.append({i[1]})")
+STACK_LIST = Primitive("stack_list", None, vjps=(vjp_stack_list,),
+                       spell=lambda i, p, d: f"np.stack({i[0]}" + (
+                           f", axis={p['axis']!r})" if p.get("axis", 0) else ")"))
+
+_CREATORS = {"zeros", "ones", "full", "eye", "arange", "zeros_like", "ones_like",
+             "list_from"}
 _SAME_SHAPE_ARG = {"sum_to": 1, "broadcast_to": 1, "reshape": 1, "scatter_add": 2}
 
 
@@ -184,6 +218,8 @@ class Builder:
 
     @staticmethod
     def _kind(prim, args):
+        if prim.name in ("list_from", "list_append"):
+            return "list"
         if prim.meta:
             return "meta"
         if prim.name in _CREATORS:
@@ -364,6 +400,17 @@ def _assigned(stmts) -> list:
     return names
 
 
+def _grown_lists(stmts) -> list:
+    """Names that `.append(...)` / `.extend(...)` is called on in these statements."""
+    names = []
+    for n in _walk_local(stmts, loops=True):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and \
+                n.func.attr in ("append", "extend") and isinstance(n.func.value, ast.Name):
+            if n.func.value.id not in names:
+                names.append(n.func.value.id)
+    return names
+
+
 def _phi_able(v) -> bool:
     return isinstance(v, (Var, bool, int, float, numpy.number)) or v is None
 
@@ -409,9 +456,10 @@ class Lowerer:
     def run_body(self, body):
         body = list(body)
         for i, stmt in enumerate(body):
-            if isinstance(stmt, ast.If):
+            if isinstance(stmt, ast.If) or (isinstance(stmt, (ast.For, ast.While)) and any(
+                    isinstance(n, ast.Return) for n in _walk_local(stmt.body, loops=True))):
                 self.stmt(stmt, body[i + 1:])
-                return  # the If lowered the rest of the block (its continuation)
+                return  # the statement lowered the rest of the block (its continuation)
             self.stmt(stmt)
 
     def stmt(self, node, cont=None):
@@ -440,6 +488,25 @@ class Lowerer:
         if isinstance(v, ast.Constant):
             return  # a docstring or a bare constant
         if isinstance(v, ast.Call):
+            fn = v.func
+            if isinstance(fn, ast.Attribute) and isinstance(fn.value, ast.Name) and \
+                    fn.attr in ("append", "extend") and fn.value.id in self.env and \
+                    isinstance(self.env[fn.value.id], Var) and \
+                    self.env[fn.value.id].kind == "list":
+                lst = self.env[fn.value.id]
+                if v.keywords or len(v.args) != 1:
+                    raise self.unsupported(f"{fn.attr}() with these arguments is", v)
+                items = [self.expr(v.args[0])]
+                if fn.attr == "extend":
+                    items = list(items[0]) if isinstance(items[0], (list, tuple)) else None
+                    if items is None:
+                        raise self.unsupported("extend() with a run-time sequence is", v)
+                self.b.hint = fn.value.id
+                for item in items:
+                    pos = self.b.stage(LEN, [lst], {})
+                    lst = self.b.stage(LIST_APPEND, [lst, item, pos], {})
+                self.env[fn.value.id] = lst
+                return
             f = self.expr(v.func)
             if isinstance(f, types.BuiltinMethodType) and isinstance(
                     getattr(f, "__self__", None), list) and f.__name__ in ("append", "extend"):
@@ -455,6 +522,15 @@ class Lowerer:
 
     def stmt_Return(self, node):
         self.b.hint = "out" if len(self.stack) == 1 else self.src.tree.name
+        if "<returned>" in self.env and getattr(self, "in_loop", False):
+            value = None if node.value is None else self.expr(node.value)
+            if not _phi_able(value) or value is None:
+                raise self.unsupported("returning a tuple or None from inside a loop is",
+                                       node)
+            self.env["<return>"] = value
+            self.env["<returned>"] = True
+            self.env["<break>"] = True
+            raise _EndIter()
         raise _Return(None if node.value is None else self.expr(node.value))
 
     def stmt_Assign(self, node):
@@ -493,6 +569,7 @@ class Lowerer:
             return
         escapes = _escapes(node)
         tail = list(cont) if escapes else []
+        self.runtime_lists(list(node.body) + list(node.orelse) + tail)
         self.node = node
         self.branch(test, lambda: self.run_body(list(node.body) + tail),
                     lambda: self.run_body(list(node.orelse) + tail), node)
@@ -501,6 +578,7 @@ class Lowerer:
 
     def branch(self, test, then_fn, else_fn, node):
         """Lower both sides of a run-time branch and merge them with a `cond` equation."""
+        loc = self.b.loc
         results = []
         for fn in (then_fn, else_fn):
             saved = self.env
@@ -517,8 +595,7 @@ class Lowerer:
             results.append((eqns, self.env, kind, value))
             self.env = saved
         (te, tenv, tk, tv), (ee, eenv, ek, ev) = results
-        self.b.loc = Loc(self.src.filename, node.lineno, node.col_offset,
-                         self.src.line(node.lineno).strip())
+        self.b.loc = loc
         if (tk == "return") != (ek == "return"):
             raise self.error("every path through this `if` must return a value (srcgrad "
                              "needs both branches to end the same way)", node,
@@ -556,6 +633,15 @@ class Lowerer:
         if "end" in (tk, ek):
             raise _EndIter()
 
+    def runtime_lists(self, stmts):
+        """Python lists grown by `stmts` (a run-time branch or loop body) become list
+        values, since how many items they get is known only at run time."""
+        for name in _grown_lists(stmts):
+            v = self.env.get(name)
+            if isinstance(v, list):
+                self.b.hint = name
+                self.env[name] = self.b.stage(LIST_FROM, list(v), {})
+
     def _mergeable(self, a, b):
         if isinstance(a, tuple) and isinstance(b, tuple):
             return len(a) == len(b) and all(_phi_able(x) and _phi_able(y) for x, y in zip(a, b))
@@ -592,7 +678,7 @@ class Lowerer:
 
     # -- loops ------------------------------------------------------------------------------
 
-    def stmt_For(self, node):
+    def stmt_For(self, node, cont=None):
         if node.orelse:
             raise self.unsupported("`else` on a loop is", node)
         plan = self.plan(node.iter)
@@ -602,13 +688,15 @@ class Lowerer:
             for item in plan:
                 self.assign(node.target, item)
                 self.run_body(node.body)
+            if cont is not None:
+                self.run_body(cont)
             return
-        self.loop(node, plan)
+        self.loop(node, plan, cont or ())
 
-    def stmt_While(self, node):
+    def stmt_While(self, node, cont=None):
         if node.orelse:
             raise self.unsupported("`else` on a loop is", node)
-        self.loop(node, None)
+        self.loop(node, None, cont or ())
 
     def stmt_Break(self, node):
         if not getattr(self, "in_loop", False):
@@ -675,14 +763,21 @@ class Lowerer:
         except TypeError:
             raise self.error(f"cannot iterate over a {type(v).__name__}", it) from None
 
-    def loop(self, node, plan):
-        """Lower a run-time `for` (plan given) or `while` (plan None) loop."""
-        if any(isinstance(n, ast.Return) for n in _walk_local(node.body, loops=True)):
-            raise self.unsupported("`return` inside a loop is not supported yet (assign the "
-                                   "result, `break`, and return after the loop); it", node)
-        has_break = any(isinstance(n, ast.Break) for n in _walk_local(node.body))
-        names = [n for n in _assigned(node.body) if n in self.env and
-                 not isinstance(self.env[n], _Undefined)]
+    def loop(self, node, plan, cont=()):
+        """Lower a run-time `for` (plan given) or `while` (plan None) loop. A `return`
+        inside it sets a flag, keeps the value and breaks; after the loop the flag picks
+        between returning that value and running the rest of the function (`cont`)."""
+        returns = any(isinstance(n, ast.Return) for n in _walk_local(node.body, loops=True))
+        loc = self.b.loc
+        self.runtime_lists(node.body)
+        if returns:
+            self.env["<return>"] = 0.0
+            self.env["<returned>"] = False
+        has_break = returns or any(isinstance(n, ast.Break) for n in _walk_local(node.body))
+        names = [n for n in _assigned(node.body) + _grown_lists(node.body) +
+                 (["<return>", "<returned>"] if returns else [])
+                 if n in self.env and not isinstance(self.env[n], _Undefined)]
+        names = list(dict.fromkeys(names))
         carried, inits = [], []
         for n in names:
             v = self.env[n]
@@ -756,8 +851,7 @@ class Lowerer:
         outs = [Var(c.hint, c.kind) for c in carry]
         for o in outs:
             self.b.named.add(o.id)
-        self.b.loc = Loc(self.src.filename, node.lineno, node.col_offset,
-                         self.src.line(node.lineno).strip())
+        self.b.loc = loc
         if has_break:
             params["brk"] = len(carry) - 2
         if has_break or plan is None:
@@ -777,13 +871,23 @@ class Lowerer:
                 self.env[n] = _Undefined(n, "it is first assigned inside a loop whose trip "
                                          "count is known only at run time; give it a value "
                                          "before the loop")
+        if returns:
+            flag, value = self.env.pop("<returned>"), self.env.pop("<return>")
+
+            def take():
+                raise _Return(value)
+
+            self.branch(flag, take, lambda: self.run_body(cont), node)
+            raise self.error("internal: a loop with return fell through", node)
 
     @staticmethod
     def _carry_names(carried, has_break, plan):
         out = []
+        special = {"<return>": ("result", "array"), "<returned>": ("returned", "meta")}
         for n, v in carried:
             for _ in (v if isinstance(v, tuple) else (v,)):
-                out.append((n, "array"))
+                out.append(special.get(n, (n, "list" if isinstance(v, Var) and
+                                             v.kind == "list" else "array")))
         if has_break:
             out.append(("brk", "meta"))
         if has_break or plan is None:
@@ -1040,6 +1144,16 @@ class Lowerer:
 
     def apply(self, f, args, kwargs, node):
         hashable = _hashable(f)
+        if args and isinstance(args[0], Var) and args[0].kind == "list":
+            if f in (numpy.stack, numpy.array, numpy.asarray):
+                axis = kwargs.pop("axis", 0)
+                if kwargs or len(args) > 1:
+                    raise self.unsupported(f"{f.__name__}() of a list with these arguments is",
+                                           node)
+                return self.b.stage(STACK_LIST, [args[0]], {"axis": axis})
+            raise self.unsupported(
+                f"{getattr(f, '__name__', f)}() of a list built in a run-time loop or branch "
+                "is not supported (np.stack(list) and len(list) are); it", node)
         adapter = NUMPY.get(f) if hashable else None
         if adapter is not None:
             return adapter(*args, **kwargs)
@@ -1058,6 +1172,8 @@ class Lowerer:
                              UnknownFunctionError)
         if f is builtins.len:
             (v,) = args
+            if isinstance(v, Var) and v.kind == "list":
+                return self.b.stage(LEN, [v], {})
             if isinstance(v, Var):
                 return ops.getitem(ops.shape(v), 0)
             return len(v)
@@ -1195,5 +1311,5 @@ def lower(fn, wrt_names=None) -> tuple[Graph, Source, dict]:
             result = None
         except _Return as r:
             result = r.value
-    graph = Graph(inputs, low.b.eqns, [result], name=fn.__name__)
+    graph = Graph(inputs, low.b.eqns, [result], name=fn.__name__, named=low.b.named)
     return graph, src, low.consts

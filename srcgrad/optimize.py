@@ -139,6 +139,8 @@ def optimize(graph: Graph, named: set | None = None, passes=PASSES, keep=()) -> 
     named = set() if named is None else named
     eqns = list(graph.eqns)
     outputs = graph.outputs
+    _PROTECTED.clear()
+    _PROTECTED.update(v.id for v in graph.inputs)
     while True:
         run = _Run(graph, named, passes)
         eqns = run.block(eqns, {}, {})
@@ -284,9 +286,12 @@ def _dce(eqns, live: set) -> list:
     return kept[::-1]
 
 
+_PROTECTED: set = set()  # ids of the graph's inputs: their names are the parameters'
+
+
 def _move_name(old: Var, new, named: set):
     if isinstance(new, Var) and old.id in named and new.id not in named and \
-            new.const_name is None:
+            new.const_name is None and new.id not in _PROTECTED:
         new.hint = old.hint
         named.add(new.id)
 

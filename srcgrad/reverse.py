@@ -402,6 +402,7 @@ def reverse(graph: Graph, wrt: list, seed, builder: Builder | None = None):
     """
     out = graph.outputs[0]
     b = builder or Builder()
+    b.named |= graph.named
     fwd = list(graph.eqns)
     active = activity(fwd, {v.id for v in wrt})
     cts: dict[int, object] = {}
