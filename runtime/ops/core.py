@@ -183,6 +183,8 @@ def literal(v) -> str:
         return f"slice({literal(v.start)}, {literal(v.stop)}, {literal(v.step)})"
     if v is Ellipsis:
         return "..."
+    if isinstance(v, numpy.ndarray):  # e.g. an integer-array index inside an index tuple
+        return f"np.array({literal(v.tolist())}, dtype={v.dtype.name!r})"
     if v is None or isinstance(v, str):
         return repr(v)
     raise TypeError(f"no literal spelling for {type(v).__name__}")

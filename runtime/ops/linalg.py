@@ -22,6 +22,14 @@ def _nd(x):
     return len(x.shape) if hasattr(x, "shape") else 0
 
 
+def _cotangent(xp, g, other):
+    """`g` as an array: the compiler seeds a scalar output's cotangent with a Python float,
+    and the rank cases below index it (`g[..., None]`)."""
+    if hasattr(g, "shape"):
+        return g
+    return xp.asarray(g, dtype=xp.result_type(g, other))
+
+
 def _bilinear(name, fwd, grad_a, grad_b, spell, defaults=None):
     """Register f, f_grad_a and f_grad_b with the rules of the module docstring."""
     defaults = defaults or {}
@@ -62,6 +70,7 @@ def _matmul(a, b):
 
 def _matmul_grad_a(g, a, b):
     xp = get_xp(g, b)
+    g = _cotangent(xp, g, b)
     if _nd(b) == 1:
         r = g[..., None] * b
     elif _nd(a) == 1:
@@ -73,6 +82,7 @@ def _matmul_grad_a(g, a, b):
 
 def _matmul_grad_b(g, a, b):
     xp = get_xp(g, a)
+    g = _cotangent(xp, g, a)
     if _nd(a) == 1 and _nd(b) == 1:
         r = g * a
     elif _nd(a) == 1:

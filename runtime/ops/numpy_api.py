@@ -265,12 +265,23 @@ def vstack(tup, dtype=None, casting=None):
 def hstack(tup, dtype=None, casting=None):
     _refuse("numpy.hstack", dtype=dtype, casting=casting)
     arrs = list(tup)
-    axis = 0 if all(builtins.len(S.shape(a)) == 1 for a in arrs) else 1
+    axis = 0 if all(_rank(a, "numpy.hstack") == 1 for a in arrs) else 1
     return S.concatenate(*arrs, axis=axis)
 
 
+def _rank(a, fname):
+    """The number of dimensions of `a`, which these adapters need as a Python int."""
+    try:
+        return builtins.len(S.shape(a))
+    except Exception:  # the compiler's values: their rank is not known at compile time
+        raise UnsupportedArgument(
+            f"{fname}() needs the number of dimensions of its arguments, which is only known "
+            "at run time here; use numpy.concatenate or numpy.stack with an explicit axis"
+        ) from None
+
+
 def _atleast_2d(a):
-    nd = builtins.len(S.shape(a))
+    nd = _rank(a, "numpy.vstack")
     if nd == 0:
         return S.reshape(a, (1, 1))
     if nd == 1:
