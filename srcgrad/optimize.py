@@ -1,7 +1,8 @@
 """Stage 4, optimize: Graph -> smaller Graph, by small passes iterated to a fixed point.
 
 - algebraic simplification: `x*1`, `x+0`, `x-0`, `x/1`, `x**1`, `-(-x)`, `0-x -> -x`,
-  `ones_like(v)*x -> x` (same shape), `broadcast_to(1.0, v.shape) -> ones_like(v)`;
+  `ones_like(v)*x -> x` (same shape), `broadcast_to(1.0, v.shape) -> ones_like(v)`,
+  `where(False, 0.0, g) -> g` for a cotangent g;
   `sum_to`, `broadcast_to`, `reshape` and `cast_like` dropped where the IR knows the shape
   or dtype is already right (see `ir.Var.sclass` / `dclass`),
 - constant folding of equations whose inputs are all constants,
@@ -106,6 +107,15 @@ def _simplify(e: Eqn, c: _Ctx):
                 return ops.ones_like(src)
             if x == 0:
                 return ops.zeros_like(src)
+    elif n == "where":
+        cond, a, b = ins
+        if isinstance(cond, (bool, numpy.bool_)) and e.phase == "bwd":
+            # e.g. `0.5 ** y`: the rule's `where(x == 0, 0.0, g * ...)` with x a constant.
+            # Only for cotangents (floating), where a number in the other branch changes
+            # neither the shape nor the dtype.
+            chosen, other = (a, b) if cond else (b, a)
+            if isinstance(chosen, Var) and chosen.kind == "array" and _is_const(other):
+                return chosen
     elif n == "cast_like":
         x, like = ins
         if isinstance(x, Var) and isinstance(like, Var) and x.dclass == like.dclass:
@@ -214,7 +224,7 @@ class _Run:
                     for extra in scratch.eqns:  # a simplification may stage a cheaper op
                         producer[extra.outs[0].id] = extra
                         new.append(extra)
-                    _move_name(out, r, self.named)
+                    _move_name(out, r, self.named, e.phase, producer)
                     self.subst[out.id] = r
                     self.changed = True
                     continue
@@ -229,7 +239,7 @@ class _Run:
                 k = _key(e)
                 if k is not None:
                     if k in seen:
-                        _move_name(out, seen[k], self.named)
+                        _move_name(out, seen[k], self.named, e.phase, producer)
                         self.subst[out.id] = seen[k]
                         self.changed = True
                         continue
@@ -289,7 +299,15 @@ def _dce(eqns, live: set) -> list:
 _PROTECTED: set = set()  # ids of the graph's inputs: their names are the parameters'
 
 
-def _move_name(old: Var, new, named: set):
+def _move_name(old: Var, new, named: set, phase: str = "fwd", producer=None):
+    """Give `new` the user's name `old` carried, when `old` is replaced by `new`.
+
+    A cotangent's name (`dy`) never moves onto a value of the forward pass: when CSE finds
+    that the backward pass recomputes `np.sin(x)`, the forward `np.sin(x)` must not be
+    called `dy` in the generated code."""
+    made_by = producer.get(new.id) if producer is not None and isinstance(new, Var) else None
+    if made_by is not None and made_by.phase == "fwd" and phase == "bwd":
+        return
     if isinstance(new, Var) and old.id in named and new.id not in named and \
             new.const_name is None and new.id not in _PROTECTED:
         new.hint = old.hint
