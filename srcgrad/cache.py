@@ -210,10 +210,22 @@ def clear() -> int:
 
 
 def exec_source(text: str, filename: str, namespace: dict) -> dict:
-    """Execute generated source as if loaded from `filename` (tracebacks show its lines)."""
+    """Execute generated source as if loaded from `filename` (tracebacks show its lines).
+
+    `text` may be the module without the cache file's header lines (right after `store`):
+    it is then compiled shifted down by those lines, so that line numbers in tracebacks
+    are the file's."""
     if not os.path.exists(filename):
         lines = text.splitlines(keepends=True)
         linecache.cache[filename] = (len(text), None, lines, filename)
+    else:
+        try:
+            with open(filename, encoding="utf-8") as f:
+                on_disk = f.read()
+        except (OSError, UnicodeDecodeError):
+            on_disk = text
+        if on_disk != text and on_disk.endswith(text):
+            text = "\n" * on_disk[:-len(text)].count("\n") + text
     code = compile(text, filename, "exec")
     exec(code, namespace)
     return namespace
