@@ -12,11 +12,13 @@ Pipeline (one module each): frontend (parse) -> lower (AST to IR) -> reverse (ad
 -> optimize -> codegen (Python source) -> cache. Derivative rules come from the op set in
 `runtime.ops`, shared with the tape engine `runtime`.
 """
-from .api import clear_cache, grad, show, value_and_grad, vjp  # noqa: F401
+from .api import (clear_cache, grad, hessian, hvp, jacobian, jvp, show,  # noqa: F401
+                  value_and_grad, vjp)
 from .errors import (CacheWarning, RecursiveCallError, SourceUnavailableError,  # noqa: F401
                      SrcgradError, UnknownFunctionError, UnsupportedSyntaxError, WrtError)
 
 __version__ = "0.1.0"
-__all__ = ["grad", "value_and_grad", "vjp", "show", "clear_cache", "SrcgradError",
+__all__ = ["grad", "value_and_grad", "vjp", "jvp", "hvp", "hessian", "jacobian", "show",
+           "clear_cache", "SrcgradError",
            "UnsupportedSyntaxError", "UnknownFunctionError", "SourceUnavailableError",
            "RecursiveCallError", "WrtError", "CacheWarning"]

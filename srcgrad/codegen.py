@@ -196,6 +196,7 @@ def _emit_function(fc: FunctionCode, namer: _Namer, em: _Emitter, inputs, indent
     _python_numbers(fc.eqns, em.maybe_py)
     for v in inputs:
         namer.names.setdefault(v.id, v.hint)
+        namer.used.add(namer.names[v.id])
     uses = _uses(fc.eqns, fc.returns)
     returned = {v.id for v in _iter_vars(fc.returns)}
     lines.append(f"{indent}def {fc.name}({fc.params}):")
@@ -237,9 +238,21 @@ def _python_numbers(eqns, out: set):
     def maybe(v):
         return isinstance(v, numbers.Number) or (isinstance(v, Var) and v.id in out)
 
+    pushed: dict = {}
+
     for _ in range(3):  # loops feed back: iterate a few times
+        _python_numbers_pass(eqns, out, maybe, pushed)
+
+
+def _python_numbers_pass(eqns, out, maybe, pushed):
+    if True:
         for e in eqns:
             name = e.prim.name
+            if name == "push":
+                pushed[e.params.get("tag")] = [maybe(v) for v in e.ins[1:]]
+            elif name == "pop":
+                flags = pushed.get(e.params.get("tag"), [])
+                out.update(o.id for o, f in zip(e.outs, flags) if f)
             if name in ("for", "while"):
                 inits = e.ins[3:] if name == "for" else e.ins
                 body = e.params["body"]
@@ -254,7 +267,7 @@ def _python_numbers(eqns, out: set):
                     maybe(a) for a in e.ins):
                 out.add(e.outs[0].id)
             for b in e.blocks():
-                _python_numbers(b.eqns, out)
+                _python_numbers_pass(b.eqns, out, maybe, pushed)
 
 
 def _reads(eqns) -> set:
@@ -281,18 +294,24 @@ class _BlockCtx:
 
     def emit(self, eqns, ind, lines, top=False, group=None):
         em = self.em
+        inlined = {e.outs[0].id: e for e in eqns if self._inlinable(e)}
         last_use = {}
+        reads_of = {}
         if top:
             for i, e in enumerate(eqns):
-                for v in e.var_ins():
+                reads = []
+                for v in e.var_ins():  # a value written inline is read where it is used
+                    reads.extend(reads_of.get(v.id, [v]) if v.id in inlined else [v])
+                if e.outs and e.outs[0].id in inlined:
+                    reads_of[e.outs[0].id] = reads
+                    continue
+                for v in reads:
                     last_use[v.id] = i
         start = len(lines)
         for i, e in enumerate(eqns):
             pname = e.prim.name
             o = e.outs[0] if e.outs else None
-            if pname in _INLINE and self.uses.get(o.id, 0) <= 1 and \
-                    o.id not in self.returned and not any(
-                    isinstance(a, Var) and a.id in em.carries for a in e.ins):
+            if o is not None and o.id in inlined:
                 if pname in ("pack", "make_slice") and _only_index_use(o, self.fc.eqns):
                     continue
                 em.inline[o.id] = em.expr(e, self.uses)
@@ -327,7 +346,9 @@ class _BlockCtx:
                     lines.append(f"{ind}check_scalar({self.name(o)})")
                     em.helpers.add("check_scalar")
             if top and self.fc.free and e.phase == "bwd":
-                dead = [v for v in e.var_ins() if last_use.get(v.id) == i and
+                reads = [r for v in e.var_ins()
+                         for r in (reads_of.get(v.id, [v]) if v.id in inlined else [v])]
+                dead = [v for v in reads if last_use.get(v.id) == i and
                         v.id not in self.returned and v.kind == "array" and
                         v.const_name is None and v.id not in em.inline and
                         v.id not in self.inputs and v.id in self.namer.names and
@@ -337,6 +358,14 @@ class _BlockCtx:
                     lines.append(f"{ind}del {', '.join(names)}")
         if len(lines) == start:
             lines.append(f"{ind}pass")
+
+    def _inlinable(self, e) -> bool:
+        """A cheap meta value (x.shape, a tuple index...) used once: written where used."""
+        if e.prim.name not in _INLINE or not e.outs:
+            return False
+        o = e.outs[0]
+        return self.uses.get(o.id, 0) <= 1 and o.id not in self.returned and not any(
+            isinstance(a, Var) and a.id in self.em.carries for a in e.ins)
 
     def _coalesce(self, block, targets):
         """Give a value the block yields the name of what it becomes (a carried variable
@@ -351,8 +380,11 @@ class _BlockCtx:
                     v.id in self.namer.names or v.id in self.em.carries:
                 continue
             after = block.eqns[pos[v.id] + 1:]
-            if old is not None and old.id in _reads(after):
+            read_after = _reads(after)
+            if old is not None and old.id in read_after:
                 continue
+            if name in {self.namer.names.get(vid) for vid in read_after}:
+                continue  # a value read later already lives under that name
             if any(o is not None and o is not old and o.id in _reads(after)
                    for o, _ in targets):
                 continue

@@ -307,17 +307,20 @@ class _Reverser:
         if at_start or at_end:
             stack = Var(f"{(carry[act[0]].hint)}_stack", "meta")
             stack_eqn = Eqn(NEWSTACK, [], [stack], {}, e.loc, "fwd")
+            # a push and its pop share a tag (forward mode pairs their tangents by it)
             if at_start:
-                body.eqns.insert(len(moved), Eqn(PUSH, [stack] + at_start, [], {}, e.loc,
-                                                 "fwd"))
+                body.eqns.insert(len(moved), Eqn(PUSH, [stack] + at_start, [],
+                                                 {"tag": f"{stack.id}:start"}, e.loc, "fwd"))
             if at_end:
-                body.eqns.append(Eqn(PUSH, [stack] + at_end, [], {}, e.loc, "fwd"))
-            for group in (at_end, at_start):
+                body.eqns.append(Eqn(PUSH, [stack] + at_end, [], {"tag": f"{stack.id}:end"},
+                                     e.loc, "fwd"))
+            for group, where in ((at_end, "end"), (at_start, "start")):
                 if group:
                     popped = [Var(v.hint, v.kind, v.sclass, v.dclass) for v in group]
                     for v, p in zip(group, popped):
                         mapping[v.id] = p
-                    pops.append(Eqn(POP, [stack], popped, {}, e.loc, "bwd"))
+                    pops.append(Eqn(POP, [stack], popped, {"tag": f"{stack.id}:{where}"},
+                                    e.loc, "bwd"))
         _subst(adj_eqns, mapping)
         nexts = [mapping.get(v.id, v) if isinstance(v, Var) else v for v in nexts]
         # 3. the adjoint loop

@@ -4,10 +4,11 @@ Groups: `elementwise`, `reduce`, `shapes`, `linalg`. `numpy_api` maps numpy's sp
 (functions and array methods) onto primitives; `helpers` holds the array-level functions
 that generated code imports for ops numpy has no single function for.
 """
-from .core import PRIMITIVES, Primitive, apply_vjp, defop  # noqa: F401
+from .core import PRIMITIVES, Primitive, apply_jvp, apply_vjp, defop  # noqa: F401
 from . import shapes  # noqa: F401  (before reduce and linalg, which use it)
 from . import elementwise, linalg, reduce  # noqa: F401
 from . import numpy_api  # noqa: F401
+from . import jvps  # noqa: F401  (after every group: it reads the whole table)
 from .elementwise import *  # noqa: F401,F403
 from .reduce import *  # noqa: F401,F403
 from .shapes import *  # noqa: F401,F403

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence
 
-__all__ = ["Primitive", "defop", "PRIMITIVES", "apply_vjp", "ZERO"]
+__all__ = ["Primitive", "defop", "PRIMITIVES", "apply_vjp", "apply_jvp", "ZERO"]
 
 #: name -> Primitive, the whole op set
 PRIMITIVES: dict[str, "Primitive"] = {}
@@ -45,7 +45,7 @@ class Primitive:
     __slots__ = (
         "name", "impl", "vjps", "nondiff", "broadcasts", "differentiable", "meta",
         "reads_inputs", "reads_out", "spell", "defaults", "elementwise", "doc",
-        "convention", "variadic",
+        "convention", "variadic", "jvp", "custom",
     )
 
     def __init__(self, name, impl, *, vjps=(), nondiff=(), broadcasts=False,
@@ -67,6 +67,10 @@ class Primitive:
         self.convention = convention
         self.variadic = variadic
         self.doc = doc
+        #: forward-mode rule `jvp(tangents, out, *inputs, **params) -> output tangent`;
+        #: `tangents[i]` is None where input i has no tangent. Set by `runtime.ops.jvps`.
+        self.jvp = None
+        self.custom = False  # a user's op (srcgrad.primitive): a missing rule is an error
 
     def __call__(self, *args, **params):
         if _stager is not None:
@@ -116,6 +120,9 @@ def apply_vjp(prim: Primitive, g, out, args: Sequence[Any], params: dict,
             continue
         rule = prim.rule(i)
         if rule is None:
+            if prim.custom:
+                raise TypeError(f"no VJP rule for {prim.name!r} (input {i}); attach one "
+                                f"with @{prim.name}.defvjp")
             ct = None
         elif prim.variadic:
             ct = rule(g, out, *args, index=i, **params)
@@ -188,3 +195,13 @@ def literal(v) -> str:
     if v is None or isinstance(v, str):
         return repr(v)
     raise TypeError(f"no literal spelling for {type(v).__name__}")
+
+
+def apply_jvp(prim: Primitive, tangents: Sequence, out, args: Sequence, params: dict):
+    """The output tangent of `prim` given input tangents (None = zero); None if zero."""
+    if all(t is None for t in tangents):
+        return None
+    if prim.jvp is None:
+        raise TypeError(f"no JVP rule for {prim.name!r}"
+                        + (f"; attach one with @{prim.name}.defjvp" if prim.custom else ""))
+    return prim.jvp(list(tangents), out, *args, **params)
