@@ -35,7 +35,7 @@ if _TESTS not in sys.path:
     sys.path.insert(0, _TESTS)
 
 import corpus  # noqa: E402
-from corpus import branches, calls, combined, loops, whiles  # noqa: E402
+from corpus import branches, calls, combined, loops, unsupported, whiles  # noqa: E402
 
 CORPUS_DIR = os.path.dirname(os.path.abspath(corpus.__file__))
 CORPUS_MODULES = (branches, loops, whiles, calls, combined)
@@ -512,3 +512,96 @@ def test_registry_covers_the_corpus():
     assert not missing, f"corpus functions without a case: {missing}"
     assert len(CASES) >= 80
 
+
+# ---- sequence length, batch size and trip counts do not recompile -----------------------
+
+def test_rnn_50_steps_matches_tape_and_finite_differences_without_recompiling():
+    rng = np.random.default_rng(50)
+    H, D = 4, 2
+    W, U_, b = U(rng, H, H, lo=-0.5, hi=0.5), U(rng, D, H), U(rng, H, lo=-0.2, hi=0.2)
+    case = Case(loops.rnn_batched, [], wrt=(0, 1, 2, 4))
+    compiled = srcgrad.grad(loops.rnn_batched, wrt=case.wrt, cache=False)
+    # T=50 against the tape and finite differences, then other lengths and batch sizes
+    args = (W, U_, b, U(rng, 50, 3, D), U(rng, 3, H))
+    check_case_input(case, compiled, args, "rnn T=50 B=3")
+    for T, batch in ((20, 3), (50, 5), (1, 1)):
+        args = (W, U_, b, U(rng, T, batch, D), U(rng, batch, H))
+        got = compiled(*args)
+        for i, g, t in zip(case.wrt, got, tape_grads(loops.rnn_batched, args, case.wrt)):
+            np.testing.assert_allclose(g, t, rtol=TAPE_RTOL, atol=TAPE_ATOL,
+                                       err_msg=f"rnn T={T} B={batch}: argument {i}")
+    assert compiled.compile_count == 1
+
+
+def test_range_n_trip_count_polymorphism():
+    """One compiled function for n = 0, 1, 7: d/dx sum_i sum(x * i) = n(n-1)/2."""
+    compiled = srcgrad.grad(loops.range_n, cache=False)
+    x = np.array([0.3, -1.2, 2.0])
+    for n in (0, 1, 7, 1, 0):
+        g = compiled(x, n)
+        np.testing.assert_array_equal(g, np.full(3, n * (n - 1) / 2))
+        np.testing.assert_array_equal(g, tape_grads(loops.range_n, (x, n), (0,))[0])
+    assert compiled.compile_count == 1
+
+
+# ---- constructs outside the subset ------------------------------------------------------
+
+def marked_line(fn, marker):
+    """The absolute line number of the line in fn's source ending with `# <- marker`."""
+    lines, first = inspect.getsourcelines(fn)
+    hits = [first + k for k, text in enumerate(lines) if text.rstrip().endswith("# <- " + marker)]
+    assert len(hits) == 1, f"{fn.__name__} must mark exactly one line with '# <- {marker}'"
+    return hits[0]
+
+
+YIELD_STATEMENT = ("a bare `yield expr` statement is refused as 'an expression whose value "
+                   "is discarded', a message that does not name yield/generators")
+
+REFUSED = [
+    pytest.param(unsupported.uses_try, "try", srcgrad.UnsupportedSyntaxError, ["`try`"],
+                 id="try"),
+    pytest.param(unsupported.uses_with, "with", srcgrad.UnsupportedSyntaxError, ["`with`"],
+                 id="with"),
+    pytest.param(unsupported.generator_statement, "yield", srcgrad.UnsupportedSyntaxError,
+                 ["yield"], id="yield-statement",
+                 marks=pytest.mark.xfail(strict=True, reason=YIELD_STATEMENT)),
+    pytest.param(unsupported.generator_expression_value, "yield",
+                 srcgrad.UnsupportedSyntaxError, ["yield"], id="yield-expression"),
+    pytest.param(unsupported.list_comprehension, "list comprehension",
+                 srcgrad.UnsupportedSyntaxError, ["list comprehension"], id="listcomp"),
+    pytest.param(unsupported.subscript_assignment, "subscript assignment",
+                 srcgrad.UnsupportedSyntaxError, ["assignment", "x[i] = v"],
+                 id="subscript-assignment"),
+    pytest.param(unsupported.subscript_assignment_in_loop, "subscript assignment",
+                 srcgrad.UnsupportedSyntaxError, ["assignment", "x[i] = v"],
+                 id="subscript-assignment-in-loop"),
+    pytest.param(unsupported.recursive_power, "recursive call", srcgrad.RecursiveCallError,
+                 ["recursive", "'recursive_power'"], id="recursion"),
+    pytest.param(unsupported.recursive_in_loop, "recursive call", srcgrad.RecursiveCallError,
+                 ["recursive", "'recursive_in_loop'"], id="recursion-in-loop"),
+]
+
+
+@pytest.mark.parametrize("fn, marker, error, words", REFUSED)
+def test_refused_construct_points_at_its_line(fn, marker, error, words):
+    compiled = srcgrad.grad(fn, cache=False)
+    with pytest.raises(srcgrad.SrcgradError) as info:
+        compiled.source
+    err = info.value
+    assert type(err) is error
+    assert err.filename == inspect.getsourcefile(fn)
+    assert err.lineno == marked_line(fn, marker)
+    headline = str(err).splitlines()[0]
+    for word in words:
+        assert word in headline, f"the message {headline!r} does not say {word!r}"
+    assert f"line {err.lineno}," in str(err)
+    assert marker in str(err)  # the offending source line is quoted, marker comment and all
+
+
+@pytest.mark.xfail(strict=True, reason="UnsupportedSyntaxError runs SyntaxError.__init__ with "
+                   "the formatted text, so .msg holds the location and str() prints it twice")
+def test_refused_construct_location_printed_once():
+    with pytest.raises(srcgrad.UnsupportedSyntaxError) as info:
+        srcgrad.grad(unsupported.uses_try, cache=False).source
+    assert str(info.value).count('File "') == 1
+    assert info.value.msg.count("\n") == 0
