@@ -36,6 +36,30 @@ def loops_in_both_branches(x, n):
     return np.sum(y)
 
 
+def loop_in_elif(x, n):
+    s = np.sum(x)
+    if s > 1.0:
+        y = x * 2.0
+    elif s > -1.0:
+        y = np.zeros_like(x)
+        for i in range(n):
+            y = y + np.cos(x * i)
+    else:
+        y = x
+        while np.sum(y * y) > 1.0:
+            y = y * 0.5
+    return np.sum(y)
+
+
+def rows_loop_in_branch(X, w):
+    if np.sum(w) > 0:
+        acc = 0.0
+        for row in X:
+            acc = acc + np.tanh(np.dot(row, w))
+        return acc
+    return np.sum(X * w)
+
+
 def rnn_with_gate(W, xs, h0):
     h = h0
     for t in range(xs.shape[0]):
