@@ -17,8 +17,11 @@ from .api import (clear_cache, grad, hessian, hvp, jacobian, jvp, show,  # noqa:
 from .errors import (CacheWarning, RecursiveCallError, SourceUnavailableError,  # noqa: F401
                      SrcgradError, UnknownFunctionError, UnsupportedSyntaxError, WrtError)
 
+from runtime.ops import stop_gradient  # noqa: F401  (x with no gradient: the tape's detach)
+from runtime.ops.custom import primitive  # noqa: F401
+
 __version__ = "0.1.0"
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "hvp", "hessian", "jacobian", "show",
-           "clear_cache", "SrcgradError",
+           "primitive", "stop_gradient", "clear_cache", "SrcgradError",
            "UnsupportedSyntaxError", "UnknownFunctionError", "SourceUnavailableError",
            "RecursiveCallError", "WrtError", "CacheWarning"]

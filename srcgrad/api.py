@@ -250,11 +250,18 @@ class _CompiledBase:
 
 
 def _lookup_const(fun, name):
+    from runtime.ops.custom import REGISTRY
+
     fun = inspect.unwrap(fun)
     code = fun.__code__
     if fun.__closure__ and name in code.co_freevars:
         return fun.__closure__[code.co_freevars.index(name)].cell_contents
-    return fun.__globals__[name]
+    if name in fun.__globals__:
+        return fun.__globals__[name]
+    if name in REGISTRY:  # a custom op used by a function this one calls
+        return REGISTRY[name]
+    raise NameError(f"generated code refers to {name!r}, which {fun.__name__}'s module no "
+                    "longer defines")
 
 
 class GradFunction(_CompiledBase):

@@ -122,6 +122,8 @@ class _Emitter:
             x, idx = e.ins
             return f"{self.src(x)}[{self.index_src(idx)}]"
         ins = [self.src(a) for a in e.ins]
+        if getattr(p, "custom", False):
+            self.consts[p.name] = p  # the user's op is called by its name
         text = p.spell(ins, e.params, p.defaults)
         head = text.split("(", 1)[0]
         if "(" in text and head.isidentifier() and head in _helpers.HELPERS:

@@ -59,7 +59,12 @@ class _Forward:
                     continue
                 o = e.outs[0]
                 self.b.loc, self.b.phase, self.b.hint = e.loc, e.phase, "t" + o.hint
-                t = apply_jvp(e.prim, ts, o, e.ins, e.params)
+                try:
+                    t = apply_jvp(e.prim, ts, o, e.ins, e.params)
+                except TypeError as err:
+                    from .reverse import _located
+
+                    raise _located(err, e) from None
                 if t is not None:
                     tan[o.id] = t
 

@@ -42,6 +42,12 @@ class Loc:
         return f"{os.path.basename(self.filename)}:{self.lineno}"
 
 
+def _ops():
+    from runtime import ops
+
+    return ops
+
+
 class Var:
     """An SSA value. `hint` is the user's variable name it came from (for codegen)."""
 
@@ -65,6 +71,86 @@ class Var:
         from .lower import current_builder
 
         return current_builder().stage(prim, args, params)
+
+    # Operators and numpy functions on Vars stage primitives too, so code written for
+    # arrays (a custom op's derivative rule, say) can be staged as it is.
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        from runtime.ops.numpy_api import NUMPY
+
+        adapter = NUMPY.get(ufunc) if method == "__call__" else None
+        if adapter is None:
+            raise TypeError(f"numpy.{ufunc.__name__} has no primitive in the op set")
+        return adapter(*inputs, **kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        from runtime.ops.numpy_api import NUMPY
+
+        adapter = NUMPY.get(func)
+        if adapter is None:
+            raise TypeError(f"numpy.{func.__name__} has no primitive in the op set")
+        return adapter(*args, **kwargs)
+
+    def __add__(self, o):
+        return _ops().add(self, o)
+
+    def __radd__(self, o):
+        return _ops().add(o, self)
+
+    def __sub__(self, o):
+        return _ops().subtract(self, o)
+
+    def __rsub__(self, o):
+        return _ops().subtract(o, self)
+
+    def __mul__(self, o):
+        return _ops().multiply(self, o)
+
+    def __rmul__(self, o):
+        return _ops().multiply(o, self)
+
+    def __truediv__(self, o):
+        return _ops().divide(self, o)
+
+    def __rtruediv__(self, o):
+        return _ops().divide(o, self)
+
+    def __pow__(self, o):
+        return _ops().power(self, o)
+
+    def __rpow__(self, o):
+        return _ops().power(o, self)
+
+    def __matmul__(self, o):
+        return _ops().matmul(self, o)
+
+    def __rmatmul__(self, o):
+        return _ops().matmul(o, self)
+
+    def __neg__(self):
+        return _ops().negative(self)
+
+    def __lt__(self, o):
+        return _ops().less(self, o)
+
+    def __le__(self, o):
+        return _ops().less_equal(self, o)
+
+    def __gt__(self, o):
+        return _ops().greater(self, o)
+
+    def __ge__(self, o):
+        return _ops().greater_equal(self, o)
+
+    def __getitem__(self, idx):
+        return _ops().getitem(self, idx)
+
+    @property
+    def T(self):
+        return _ops().transpose(self)
+
+    @property
+    def shape(self):
+        return _ops().shape(self)
 
     # Python-level questions about a run-time value cannot be answered at compile time.
     def _static(self, what):

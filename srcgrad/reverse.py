@@ -136,7 +136,10 @@ class _Reverser:
                 continue
             b.hint = "d" + a.hint  # what a rule stages is named after the input it is for
             only = [j == i for j in range(len(needs))]
-            ct = apply_vjp(e.prim, g, o, e.ins, e.params, only)[i]
+            try:
+                ct = apply_vjp(e.prim, g, o, e.ins, e.params, only)[i]
+            except TypeError as err:
+                raise _located(err, e) from None
             if ct is not None:
                 _add(cts, a, ct)
                 _name_last(b, cts[a.id], a)
@@ -362,6 +365,16 @@ class _Reverser:
             for (vid, (v, _)), o in zip(accs.items(), adj_outs[len(act):]):
                 cts[vid] = o
         return stack_eqn
+
+
+def _located(err: Exception, e: Eqn):
+    """A rule's failure (a custom op without a rule, say) as an error at the user's line."""
+    from .errors import SrcgradError
+
+    if e.loc is None:
+        return SrcgradError(str(err))
+    return SrcgradError(f"{err} ({e.loc.short()})", e.loc.filename, e.loc.lineno, e.loc.col,
+                        e.loc.text)
 
 
 def _shape_only_uses(eqns, outs) -> dict:

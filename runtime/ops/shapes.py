@@ -15,7 +15,7 @@ __all__ = [
     "shape", "ndim", "reshape", "transpose", "swapaxes", "moveaxis", "expand_dims", "squeeze",
     "broadcast_to", "sum_to", "concatenate", "stack", "flip", "getitem", "scatter_add",
     "zeros_like", "ones_like", "cast_like", "astype", "zeros", "ones", "full", "eye",
-    "arange", "concat_index", "is_basic_index", "to_device",
+    "arange", "concat_index", "is_basic_index", "to_device", "stop_gradient",
 ]
 
 
@@ -232,6 +232,9 @@ scatter_add = defop("scatter_add", _scatter_add, vjp_scatter_add, nondiff=(1, 2)
 cast_like = defop("cast_like", _cast_like, vjp_cast_like, nondiff=(1,), reads_inputs=False,
                   spell=call("cast_like"), doc="x in the dtype of `like`")
 astype = defop("astype", _astype, vjp_astype, reads_inputs=False, spell=call("np.asarray"))
+stop_gradient = defop("stop_gradient", lambda x: x, differentiable=False,
+                      spell=call("stop_gradient"),
+                      doc="x itself, through which no gradient flows (the tape's detach)")
 zeros_like = defop("zeros_like", _zeros_like, differentiable=False,
                    spell=call("np.zeros_like"))
 ones_like = defop("ones_like", _ones_like, differentiable=False, spell=call("np.ones_like"))
