@@ -416,6 +416,8 @@ class _BlockCtx:
             if len(lines) == start + 1 and lines[-1].strip() == "pass" and blk.outs:
                 lines.pop()
             self._copies(blk, targets, ind + "    ", lines)
+            if len(lines) == start:
+                lines.append(ind + "    pass")
 
     def loop(self, e, ind, lines):
         em = self.em

@@ -19,7 +19,7 @@ class SrcgradError(Exception):
         self.lineno = lineno
         self.col_offset = col_offset
         self.line = line
-        super().__init__(self._format())
+        Exception.__init__(self, self._format())
 
     def _format(self) -> str:
         if self.filename is None or self.lineno is None:
@@ -41,6 +41,7 @@ class UnsupportedSyntaxError(SrcgradError, SyntaxError):
     def __init__(self, msg, filename=None, lineno=None, col_offset=None, line=None):
         SrcgradError.__init__(self, msg, filename, lineno, col_offset, line)
         # SyntaxError's own fields, so tools that print SyntaxErrors show the location
+        self.msg, self.filename, self.lineno = msg, filename, lineno
         self.offset = (col_offset or 0) + 1
         self.text = line
 

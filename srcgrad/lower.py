@@ -487,6 +487,8 @@ class Lowerer:
         v = node.value
         if isinstance(v, ast.Constant):
             return  # a docstring or a bare constant
+        if isinstance(v, (ast.Yield, ast.YieldFrom, ast.Await)):
+            self.expr(v)  # refused with the construct's own name
         if isinstance(v, ast.Call):
             fn = v.func
             if isinstance(fn, ast.Attribute) and isinstance(fn.value, ast.Name) and \

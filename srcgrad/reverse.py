@@ -357,13 +357,15 @@ class _Reverser:
         b.structured(FOR, ins + init_vals, adj_outs, params)
         # 4. cotangents leave the loop: to the initial values and to the outer values
         with staging(b):
+            # the outer values' accumulators already include their earlier cotangents;
+            # then the initial values' cotangents add to them (an input can be both)
+            for (vid, (v, _)), o in zip(accs.items(), adj_outs[len(act):]):
+                cts[vid] = o
             for k, o in zip(act, adj_outs):
                 i = inits[k]
                 if isinstance(i, Var) and i.id in self.active:
                     b.hint = "d" + i.hint
                     _add(cts, i, o)
-            for (vid, (v, _)), o in zip(accs.items(), adj_outs[len(act):]):
-                cts[vid] = o
         return stack_eqn
 
 

@@ -51,9 +51,6 @@ TAPE_RTOL, TAPE_ATOL = 1e-9, 1e-10
 #       for _ in range(n):
 #           y = y + x
 #       return np.sum(y)
-INIT_CT_DROPPED = ("reverse: a loop whose carried value starts as an input that the body "
-                   "also reads (y = x; loop: y = f(y) + x) drops the cotangent of the "
-                   "initial value")
 #   def f(x, n):                       # compiling raises IndentationError: the adjoint of
 #       y = x                          # the `if` has nothing in its then-block
 #       for _ in range(n):
@@ -61,8 +58,6 @@ INIT_CT_DROPPED = ("reverse: a loop whose carried value starts as an input that 
 #               break
 #           y = y * 2.0
 #       return np.sum(y)
-EMPTY_THEN = ("codegen: an `if` whose then-side adjoint is empty (`if c: break`, `continue`) is "
-              "emitted with an empty block (IndentationError)")
 
 
 # ---- the registry -----------------------------------------------------------------------
@@ -202,7 +197,7 @@ CASES = [
     Case(L.lstm_like, [lambda r: (U(r, 3, 2), U(r, 2, 4), U(r, 2, 4)),
                        lambda r: (U(r, 1, 2), U(r, 2, 4), U(r, 2, 4))], wrt=(0, 1, 2)),
     Case(L.break_loop, [lambda r: (U(r, 3, lo=0.5), 10), lambda r: (U(r, 3, lo=0.5), 2),
-                        lambda r: (U(r, 3, hi=-0.2), 3)], min_paths=3, xfail=EMPTY_THEN),
+                        lambda r: (U(r, 3, hi=-0.2), 3)], min_paths=3),
     Case(L.continue_loop, [lambda r: (signed_rows(r, [1, -1, 1, -1]),),
                            lambda r: (signed_rows(r, [-1, -1]),),
                            lambda r: (signed_rows(r, [1, 1, 1]),)], min_paths=3),
@@ -239,14 +234,14 @@ CASES = [
                         lambda r: (near(r, [2.5, 2.2, 2.4]),),
                         lambda r: (near(r, [4.0, 4.5, 5.0]),)], min_paths=3),
     Case(W.counter_while, [lambda r: (U(r, 3), 0), lambda r: (U(r, 3), 1),
-                           lambda r: (U(r, 3), 4)], xfail=INIT_CT_DROPPED),
+                           lambda r: (U(r, 3), 4)]),
     Case(W.newton_sqrt, [lambda r: (near(r, [1.5, 2.5, 3.5]),), lambda r: (near(r, [1.0, 1.1]),),
-                         lambda r: (near(r, [9.0, 0.25]),)], xfail=INIT_CT_DROPPED),
+                         lambda r: (near(r, [9.0, 0.25]),)]),
     Case(W.while_true_break, [lambda r: (near(r, [2.0, 1.5, 2.5]),),
                               lambda r: (near(r, [0.3, -0.2, 0.1]),),
                               lambda r: (near(r, [3.0, 3.5, 4.0, 2.5]),)]),
     Case(W.while_continue, [lambda r: (U(r, 3), 0), lambda r: (U(r, 3), 3),
-                            lambda r: (U(r, 3), 4)], xfail=EMPTY_THEN),
+                            lambda r: (U(r, 3), 4)]),
     Case(W.halve_until_small, [lambda r: (near(r, [0.5, -0.6, 0.2]),),
                                lambda r: (near(r, [2.5, -1.0, 0.5]),),
                                lambda r: (near(r, [5.0, 6.5, -3.0]),)], min_paths=3),
@@ -269,7 +264,7 @@ CASES = [
     Case(C.call_chain_other_module, [lambda r: (U(r, 3),), lambda r: (U(r, 2, 2),)],
          min_paths=1),
     Case(C.call_with_loop_inside, [lambda r: (U(r, 3), 1), lambda r: (U(r, 3), 3),
-                                   lambda r: (U(r, 3), 5)], xfail=INIT_CT_DROPPED),
+                                   lambda r: (U(r, 3), 5)]),
     Case(C.call_returning_tuple, [lambda r: (U(r, 3),), lambda r: (U(r, 5),)], min_paths=1),
     Case(C.call_with_keywords, [lambda r: (U(r, 3),), lambda r: (U(r, 2, 3),)], min_paths=1),
     Case(C.call_with_branch_and_return, [lambda r: (U(r, 3, lo=0.5), 0.5),
@@ -298,7 +293,7 @@ CASES = [
                             lambda r: (signed_rows(r, [-1]),),
                             lambda r: (signed_rows(r, [1, 1]),)], min_paths=3),
     Case(M.loop_in_branch, [lambda r: (U(r, 3, lo=0.2), 2), lambda r: (U(r, 3, hi=-0.2), 2),
-                            lambda r: (U(r, 3, lo=0.2), 0)], min_paths=3, xfail=INIT_CT_DROPPED),
+                            lambda r: (U(r, 3, lo=0.2), 0)], min_paths=3),
     Case(M.loops_in_both_branches, [lambda r: (U(r, 3, lo=0.5), 2),
                                     lambda r: (U(r, 3, lo=0.5), 0),
                                     lambda r: (near(r, [0.9, 0.7, 0.8]), 3)], min_paths=3),
@@ -560,8 +555,6 @@ def marked_line(fn, marker):
     return hits[0]
 
 
-YIELD_STATEMENT = ("a bare `yield expr` statement is refused as 'an expression whose value "
-                   "is discarded', a message that does not name yield/generators")
 
 REFUSED = [
     pytest.param(unsupported.uses_try, "try", srcgrad.UnsupportedSyntaxError, ["`try`"],
@@ -569,8 +562,7 @@ REFUSED = [
     pytest.param(unsupported.uses_with, "with", srcgrad.UnsupportedSyntaxError, ["`with`"],
                  id="with"),
     pytest.param(unsupported.generator_statement, "yield", srcgrad.UnsupportedSyntaxError,
-                 ["yield"], id="yield-statement",
-                 marks=pytest.mark.xfail(strict=True, reason=YIELD_STATEMENT)),
+                 ["yield"], id="yield-statement"),
     pytest.param(unsupported.generator_expression_value, "yield",
                  srcgrad.UnsupportedSyntaxError, ["yield"], id="yield-expression"),
     pytest.param(unsupported.list_comprehension, "list comprehension",
@@ -604,8 +596,6 @@ def test_refused_construct_points_at_its_line(fn, marker, error, words):
     assert marker in str(err)  # the offending source line is quoted, marker comment and all
 
 
-@pytest.mark.xfail(strict=True, reason="UnsupportedSyntaxError runs SyntaxError.__init__ with "
-                   "the formatted text, so .msg holds the location and str() prints it twice")
 def test_refused_construct_location_printed_once():
     with pytest.raises(srcgrad.UnsupportedSyntaxError) as info:
         srcgrad.grad(unsupported.uses_try, cache=False).source
