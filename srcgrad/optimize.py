@@ -87,6 +87,10 @@ def _simplify(e: Eqn, c: _Ctx):
         a, b = ins
         if _is_const(b, 1) and isinstance(a, Var) and a.kind == "array":
             return a
+        p = c.prod(a)
+        if p is not None and p.prim.name == "ones_like" and _same_shape(b, p.ins[0]) and \
+                p.ins[0].dclass == getattr(b, "dclass", None):
+            return ops.divide(1.0, b)  # ones_like(v) / b -> 1.0 / b
     elif n == "power":
         a, b = ins
         if _is_const(b, 1) and isinstance(a, Var):

@@ -278,7 +278,16 @@ class _Reverser:
         at_start = [v for v in carry if v.id in reads]
         if counted and index is not None and index.id in reads:
             at_start.append(index)
-        at_end = [v for vid, v in fwd_body.items() if vid in reads]
+        # x[t] of an array from outside the loop is cheaper to index again than to save
+        remat = []
+        for q in body.eqns:
+            if q.prim.name == "getitem" and q.outs and q.outs[0].id in reads and \
+                    isinstance(q.ins[0], Var) and q.ins[0].id not in fwd_body and \
+                    all(q.ins[0] is not c for c in carry) and \
+                    (q.ins[1] is index and index is not None and not counted):
+                remat.append(q)
+        remat_ids = {q.outs[0].id for q in remat}
+        at_end = [v for vid, v in fwd_body.items() if vid in reads and vid not in remat_ids]
         # a value the adjoint reads only for its shape is saved as its shape
         shape_only = _shape_only_uses(adj_eqns, nexts)
         with staging(b):
@@ -324,6 +333,11 @@ class _Reverser:
                         mapping[v.id] = p
                     pops.append(Eqn(POP, [stack], popped, {"tag": f"{stack.id}:{where}"},
                                     e.loc, "bwd"))
+        for q in remat:
+            again = Var(q.outs[0].hint, q.outs[0].kind, q.outs[0].sclass, q.outs[0].dclass)
+            mapping[q.outs[0].id] = again
+            pops.append(Eqn(q.prim, [q.ins[0], rev_index], [again], dict(q.params), q.loc,
+                            "bwd"))
         _subst(adj_eqns, mapping)
         nexts = [mapping.get(v.id, v) if isinstance(v, Var) else v for v in nexts]
         # 3. the adjoint loop
