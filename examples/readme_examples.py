@@ -1,0 +1,22 @@
+"""The functions whose generated code README.md shows (tests/test_readme.py keeps the
+README's listings equal to what srcgrad generates for them)."""
+import numpy as np
+
+
+def f(x, y):
+    z = np.log(3 * x ** 2 + 5 * x * y)
+    return np.sum(z)
+
+
+def rnn(W, U, xs, h):
+    for t in range(len(xs)):
+        h = np.tanh(W @ h + U @ xs[t])
+    return np.sum(h ** 2)
+
+
+def rosenbrock(x):
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+
+
+def energy(x):
+    return np.sum(np.log(1 + x ** 2))

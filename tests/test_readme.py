@@ -1,0 +1,35 @@
+"""README.md shows generated code: it must be what srcgrad generates today."""
+import os
+import re
+import sys
+
+import pytest
+
+import srcgrad
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "examples"))
+import readme_examples as m  # noqa: E402
+
+
+def _body(src):
+    return src[src.index("def "):].rstrip()
+
+
+def _readme_blocks():
+    text = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    return re.findall(r"```python\n(def (?:grad|hvp)_.*?)\n```", text, re.S)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: srcgrad.grad(m.f, wrt=("x", "y")),
+    lambda: srcgrad.grad(m.rnn, wrt=("W", "U")),
+    lambda: srcgrad.hvp(m.energy),
+], ids=["grad_f", "grad_rnn", "hvp_energy"])
+def test_readme_shows_the_generated_code(make):
+    blocks = _readme_blocks()
+    assert _body(make().source) in blocks
+
+
+def test_readme_lists_three_generated_listings():
+    assert len(_readme_blocks()) == 3
