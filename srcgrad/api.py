@@ -12,8 +12,11 @@ import ast
 import functools
 import inspect
 import os
+import sys
 import weakref
 from typing import Any, Callable, Sequence
+
+import numpy as np
 
 from runtime import ops
 
@@ -30,6 +33,7 @@ __all__ = ["grad", "value_and_grad", "vjp", "jvp", "hvp", "hessian", "jacobian",
            "clear_cache"]
 
 _LIVE: "weakref.WeakSet[_CompiledBase]" = weakref.WeakSet()
+_CUPY_NAME = "cupy"
 
 
 class _Raw:
@@ -113,6 +117,8 @@ class _CompiledBase:
         self.has_aux = bool(has_aux)
         self.use_disk_cache = bool(cache)
         self._impl = None
+        self._gpu = None
+        self._module = None
         self._source = None
         self._graph = None
         self.compile_count = 0
@@ -202,18 +208,50 @@ class _CompiledBase:
                 path = (f"<srcgrad {meta['entry']} {os.path.basename(code.co_filename)}:"
                         f"{code.co_firstlineno}>")
         self.cache_path = path
+        self._module = (text, path, meta)
+        impl = self._bind(None)
+        self._source = text if not text.startswith(_cache._MAGIC) else \
+            text.split("\n", 2)[2]
+        self._impl = impl
+        return impl
+
+    def _bind(self, xp):
+        """The generated function, with `np` bound to numpy (xp None) or to cupy."""
+        text, path, meta = self._module
         ns = {"__name__": f"srcgrad_generated.{meta['entry']}"}
         _cache.exec_source(text, path, ns)
+        if xp is not None:
+            ns["np"] = xp  # the same code, on the GPU
         for name in meta["consts"]:
             ns[name] = _lookup_const(self.fun, name)
         impl = ns[meta["entry"]]
         if not meta.get("positional"):
             impl.__defaults__ = self.fun.__defaults__
             impl.__kwdefaults__ = self.fun.__kwdefaults__
-        self._source = text if not text.startswith(_cache._MAGIC) else \
-            text.split("\n", 2)[2]
-        self._impl = impl
         return impl
+
+    def _gpu_impl(self, args, kwargs):
+        """The cupy-bound function when the arguments are cupy arrays, else None.
+        numpy-only programs never import cupy: this returns at once when it is absent."""
+        cp = sys.modules.get("cupy")
+        if cp is None:
+            return None
+        kinds = set()
+        for a in list(args) + list(kwargs.values()):
+            if isinstance(a, cp.ndarray):
+                kinds.add("cupy")
+            elif isinstance(a, np.ndarray):
+                kinds.add("numpy")
+        if "cupy" not in kinds:
+            return None
+        if "numpy" in kinds:
+            raise TypeError(f"{self.fun.__name__}: the arguments mix numpy and cupy arrays; "
+                            "move them to one device first (cupy.asarray or .get())")
+        if self._impl is None:
+            self._compile()
+        if self._gpu is None:
+            self._gpu = self._bind(cp)
+        return self._gpu
 
     # -- the public face ---------------------------------------------------------------------
 
@@ -221,6 +259,8 @@ class _CompiledBase:
         impl = self._impl
         if impl is None:
             impl = self._compile()
+        if _CUPY_NAME in sys.modules:
+            impl = self._gpu_impl(args, kwargs) or impl
         return impl(*args, **kwargs)
 
     @property
@@ -238,7 +278,7 @@ class _CompiledBase:
         return str(self._graph)
 
     def clear(self):
-        self._impl = self._source = self._graph = None
+        self._impl = self._gpu = self._module = self._source = self._graph = None
 
     def __repr__(self):
         return f"<srcgrad.{self.kind} of {self.fun.__qualname__}>"
@@ -371,6 +411,7 @@ class HVPFunction(_CompiledBase):
     def __call__(self, *args, **kwargs):
         *args, v = args
         impl = self._impl or self._compile()
+        impl = self._gpu_impl(args + [v], kwargs) or impl
         return impl(*_bind(self.fun, args, kwargs), v)
 
 
@@ -448,6 +489,7 @@ class NestedGradFunction(_CompiledBase):
         import numpy
 
         impl = self._impl or self._compile()
+        impl = self._gpu_impl(args, kwargs) or impl
         full = _bind(self.fun, args, kwargs)
         for i in set(self.levels):
             full[i] = numpy.asarray(full[i], dtype=numpy.result_type(full[i], 1.0))
@@ -484,6 +526,7 @@ def jvp(fun: Callable, primals, tangents):
     ts = [numpy.zeros_like(numpy.asarray(p, dtype=float)) if t is None else t
           for p, t in zip(primals, tangents)]
     impl = f._impl or f._compile()
+    impl = f._gpu_impl(primals + tuple(ts), {}) or impl
     return impl(*primals, *ts)
 
 
