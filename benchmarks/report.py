@@ -1,0 +1,234 @@
+"""The machine description, the result tables (terminal and Markdown) and the targets."""
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import sys
+
+import numpy as np
+
+from . import impls
+
+#: the performance targets of srcgrad this suite checks
+TARGETS = {
+    "large_time": 1.05,     # srcgrad / hand-written time, large sizes
+    "large_mem": 1.10,      # srcgrad / hand-written peak memory, large sizes
+    "small_time": 1.20,     # srcgrad / hand-written time, small sizes
+    "dispatch": 1e-6,       # seconds
+    "first_call": 30e-3,    # seconds, disk cache off
+    "cache_hit": 3e-3,      # seconds, fresh process
+    "tape_vs_torch": 2.0,   # tape / PyTorch eager time, small sizes
+}
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _blas() -> str:
+    try:
+        cfg = np.show_config(mode="dicts")
+        blas = cfg["Build Dependencies"]["blas"]
+        return f"{blas.get('name', '?')} {blas.get('version', '')}".strip()
+    except Exception:
+        return "?"
+
+
+def load_average() -> float | None:
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None
+
+
+def machine(kinds, load=None) -> list:
+    """(label, value) pairs describing where and with what the suite ran; `load` is the
+    1-minute load average at the start of the run (compared with the end's)."""
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:
+        usable = os.cpu_count()
+    rows = [
+        ("date", datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")),
+        ("CPU", _cpu_model()),
+        ("cores", f"{os.cpu_count()} ({usable} usable by this process)"),
+        ("OS", platform.platform()),
+        ("Python", sys.version.split()[0]),
+        ("numpy", f"{np.__version__}, BLAS: {_blas()}"),
+    ]
+    env = [f"{k}={os.environ[k]}" for k in ("OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS",
+                                           "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+           if k in os.environ]
+    rows.append(("environment", ", ".join(env) if env else
+                 "OPENBLAS_CORETYPE and the thread-count variables unset"))
+    end = load_average()
+    if load is not None and end is not None:
+        rows.append(("load average (1 min)", f"{load:.2f} at the start, {end:.2f} at the end "
+                     "(other processes share the cores: a load above the core count "
+                     "means the timings were taken on a busy machine)"))
+    peers = [f"{impls.LABELS[k]} {impls.version(k)}" for k in kinds if k in impls.PEERS]
+    rows.append(("peers", ", ".join(peers) if peers else "none installed"))
+    return rows
+
+
+# ---- formatting ------------------------------------------------------------------------------
+
+def fmt_time(s) -> str:
+    if s is None:
+        return "-"
+    if s < 0:
+        return "-" + fmt_time(-s)
+    if s < 1e-6:
+        return f"{s * 1e9:.0f} ns"
+    if s < 1e-3:
+        return f"{s * 1e6:.1f} µs"
+    if s < 1:
+        return f"{s * 1e3:.2f} ms"
+    return f"{s:.2f} s"
+
+
+def fmt_bytes(b) -> str:
+    if b is None:
+        return "-"
+    if b < 1024:
+        return f"{b} B"
+    if b < 1024 ** 2:
+        return f"{b / 1024:.1f} KiB"
+    return f"{b / 1024 ** 2:.1f} MiB"
+
+
+def fmt_ratio(x) -> str:
+    return "-" if x is None else f"{x:.2f}x"
+
+
+def _cell(row, kind):
+    if kind in row["errors"]:
+        return "FAIL"
+    t, ref = row["times"].get(kind), row["times"].get("hand")
+    if t is None or not ref:
+        return "-"
+    return fmt_ratio(t / ref)
+
+
+def _mem_ratio(row, kind):
+    m, ref = row["mem"].get(kind), row["mem"].get("hand")
+    if kind in row["errors"]:
+        return "FAIL"
+    if m is None or not ref:
+        return "-"
+    return fmt_ratio(m / ref)
+
+
+def speed_table(rows, kinds):
+    """(header, body rows) of the main table."""
+    others = [k for k in kinds if k != "hand"]
+    header = (["problem", "size", "hand-written"] + [impls.LABELS[k] for k in others]
+              + ["peak mem: hand-written", "srcgrad / hand", "tape / hand"])
+    body = []
+    for r in rows:
+        body.append([r["problem"], f"{r['size']} ({r['desc']})",
+                     fmt_time(r["times"].get("hand"))]
+                    + [_cell(r, k) for k in others]
+                    + [fmt_bytes(r["mem"].get("hand")), _mem_ratio(r, "srcgrad"),
+                       _mem_ratio(r, "tape")])
+    return header, body
+
+
+def latency_table(lat):
+    header = ["problem", "first call, fresh process", "first call, warm process",
+              "disk-cache hit, fresh process", "call (small)", "dispatch overhead",
+              "transformed − generated (end to end)"]
+    body = []
+    for name, d in lat.items():
+        if "error" in d:
+            body.append([name, "FAIL", "FAIL", "FAIL", "-", "-", "-"])
+            continue
+        hit = fmt_time(d["hit"]) + ("" if d["hit_compiles"] == 0 else " (recompiled!)")
+        body.append([name, fmt_time(d["first_fresh"]), fmt_time(d["first_warm"]), hit,
+                     fmt_time(d["generated"]), fmt_time(d["dispatch"]),
+                     fmt_time(d["end_to_end"])])
+    return header, body
+
+
+def targets(rows, lat) -> list:
+    """(target, worst measured, where, met) for each srcgrad target."""
+    out = []
+
+    def ratio_check(label, size, kind, ref_kind, key, limit, field="times"):
+        worst, where, failed = None, "-", []
+        for r in rows:
+            if r["size"] != size:
+                continue
+            if kind in r["errors"]:
+                failed.append(r["problem"])
+                continue
+            a, b = r[field].get(kind), r[field].get(ref_kind)
+            if a is None or not b:
+                continue
+            x = a / b
+            if worst is None or x > worst:
+                worst, where = x, r["problem"]
+        if failed:
+            out.append((label, "FAIL", ", ".join(failed), False))
+        elif worst is not None:
+            out.append((label, fmt_ratio(worst), where, worst <= limit))
+
+    T = TARGETS
+    ratio_check(f"large sizes: srcgrad time <= {T['large_time']}x hand-written", "large",
+                "srcgrad", "hand", "large_time", T["large_time"])
+    ratio_check(f"large sizes: srcgrad peak memory <= {T['large_mem']}x hand-written",
+                "large", "srcgrad", "hand", "large_mem", T["large_mem"], field="mem")
+    ratio_check(f"small sizes: srcgrad time <= {T['small_time']}x hand-written", "small",
+                "srcgrad", "hand", "small_time", T["small_time"])
+    ratio_check(f"small sizes: tape time <= {T['tape_vs_torch']}x PyTorch eager", "small",
+                "tape", "torch", "tape_vs_torch", T["tape_vs_torch"])
+    ok = {k: v for k, v in lat.items() if "error" not in v}
+    for label, key, limit in (
+            (f"dispatch overhead < {fmt_time(T['dispatch'])}", "dispatch", T["dispatch"]),
+            (f"first call, fresh process < {fmt_time(T['first_call'])}", "first_fresh",
+             T["first_call"]),
+            (f"first call, warm process < {fmt_time(T['first_call'])}", "first_warm",
+             T["first_call"]),
+            (f"disk-cache hit, fresh process < {fmt_time(T['cache_hit'])}", "hit",
+             T["cache_hit"])):
+        if ok:
+            where = max(ok, key=lambda k: ok[k][key])
+            worst = ok[where][key]
+            out.append((label, fmt_time(worst), where, worst < limit))
+    return out
+
+
+def text_table(header, body, text_columns: int = 2) -> str:
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *body)]
+    line = "  ".join(h.ljust(w) for h, w in zip(header, widths))
+    sep = "  ".join("-" * w for w in widths)
+    rows = ["  ".join(str(c).rjust(w) if i >= text_columns else str(c).ljust(w)
+                      for i, (c, w) in enumerate(zip(r, widths))) for r in body]
+    return "\n".join([line, sep] + rows)
+
+
+def md_table(header, body, text_columns: int = 2) -> str:
+    out = ["| " + " | ".join(header) + " |",
+           "|" + "|".join(["---"] * text_columns + ["---:"] * (len(header) - text_columns))
+           + "|"]
+    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in body]
+    return "\n".join(out)
+
+
+def failures(rows, lat) -> list:
+    out = []
+    for r in rows:
+        for k, msg in r["errors"].items():
+            out.append(f"{r['problem']} {r['size']}, {impls.LABELS[k]}: {msg}")
+    for name, d in lat.items():
+        if "error" in d:
+            out.append(f"{name}, latency: {d['error']}")
+    return out

@@ -1,0 +1,210 @@
+"""Run the benchmark suite: `python -m benchmarks` or `python benchmarks/run.py`.
+
+    python -m benchmarks                      # everything, writes BENCHMARKS.md
+    python -m benchmarks --quick              # few repeats: a smoke test, prints only
+    python -m benchmarks --problems mlp,rnn --sizes large --out /tmp/b.md
+
+Every gradient is checked against the hand-written numpy gradient (rtol 1e-6) before it
+is timed; a wrong or failing implementation is marked FAIL and not timed. Times are
+medians of interleaved timeit batches (warm-up excluded, float64), given for the
+hand-written gradient and as ratios to it for everything else.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import traceback
+
+if __package__ in (None, ""):          # run as a script: python benchmarks/run.py
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    __package__ = "benchmarks"
+
+from benchmarks import impls, latency, problems, report, timing  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_OUT = os.path.join(ROOT, "BENCHMARKS.md")
+
+#: (repeats, seconds per timed batch) by mode and size
+SETTINGS = {"full": {"small": (11, 0.05), "large": (7, 0.1)},
+            "quick": {"small": (3, 0.005), "large": (2, 0.005)}}
+MEMORY_KINDS = ("hand", "srcgrad", "tape")
+
+
+def _csv(s):
+    return [x.strip() for x in s.split(",") if x.strip()]
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split(
+        "\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true",
+                    help="few repeats and short batches (a smoke test); does not write "
+                         "BENCHMARKS.md unless --out is given")
+    ap.add_argument("--problems", type=_csv, default=list(problems.NAMES),
+                    help=f"comma-separated subset of {','.join(problems.NAMES)}")
+    ap.add_argument("--sizes", type=_csv, default=list(problems.SIZE_NAMES),
+                    help="comma-separated subset of small,large")
+    ap.add_argument("--impls", type=_csv, default=list(impls.KINDS),
+                    help=f"comma-separated subset of {','.join(impls.KINDS)} (hand is "
+                         "always run: it is the reference)")
+    ap.add_argument("--out", default=None,
+                    help="Markdown output file (default BENCHMARKS.md at the repository "
+                         "root; '' writes nothing)")
+    ap.add_argument("--no-latency", action="store_true",
+                    help="skip the first-call, cache-hit and dispatch measurements")
+    args = ap.parse_args(argv)
+    for p in args.problems:
+        if p not in problems.NAMES:
+            ap.error(f"unknown problem {p!r}")
+    for s in args.sizes:
+        if s not in problems.SIZE_NAMES:
+            ap.error(f"unknown size {s!r}")
+    for k in args.impls:
+        if k not in impls.KINDS:
+            ap.error(f"unknown implementation {k!r}")
+    if args.out is None:
+        args.out = "" if args.quick else DEFAULT_OUT
+    return args
+
+
+def _short(exc: BaseException) -> str:
+    msg = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {msg[0][:200] if msg else ''}"
+
+
+def bench_one(problem, size, kinds, mode, log):
+    """One row: check every implementation against the hand-written gradient, time the
+    ones that agree, measure peak memory."""
+    args = problem.inputs(size)
+    row = {"problem": problem.name, "size": size, "desc": problem.describe(size),
+           "times": {}, "errors": {}, "mem": {}, "max_err": {}}
+    ref = impls.to_numpy("hand", impls.build("hand", problem, args)())
+    fns = {}
+    for kind in kinds:
+        try:
+            fn = impls.build(kind, problem, args)
+            err = impls.max_error(impls.to_numpy(kind, fn()), ref)
+        except Exception as e:  # keep going: the table marks it
+            row["errors"][kind] = _short(e)
+            log(f"  {kind}: FAILED {_short(e)}")
+            if os.environ.get("BENCH_TRACEBACK"):
+                traceback.print_exc()
+            continue
+        row["max_err"][kind] = err
+        if err > 1.0:
+            row["errors"][kind] = (f"wrong gradient: max |got - hand| is {err:.3g} times "
+                                   "the tolerance (rtol 1e-6)")
+            log(f"  {kind}: WRONG gradient ({err:.3g} x tolerance)")
+            continue
+        fns[kind] = fn
+    repeats, target = SETTINGS[mode][size]
+    row["times"] = timing.compare(fns, repeats, target)
+    for kind in MEMORY_KINDS:
+        if kind in fns:
+            row["mem"][kind] = timing.peak_memory(fns[kind])
+    return row
+
+
+def bench_latency(problem, mode):
+    reps = 1 if mode == "quick" else 3
+    d = {}
+    try:
+        d.update(latency.fresh_process(problem, reps))
+        d["first_warm"] = latency.first_call_warm(problem, 3 if mode == "quick" else 7)
+        d.update(latency.dispatch(problem, 3 if mode == "quick" else 15,
+                                  0.005 if mode == "quick" else 0.02))
+    except Exception as e:
+        d = {"error": _short(e)}
+    return d
+
+
+def render(rows, lat, kinds, mode, argv, elapsed, load=None):
+    h1, b1 = report.speed_table(rows, kinds)
+    h2, b2 = report.latency_table(lat)
+    tg = report.targets(rows, lat)
+    md = ["# srcgrad benchmarks", ""]
+    md.append(f"Generated by `python -m benchmarks{' ' + ' '.join(argv) if argv else ''}`"
+              f" ({mode} mode, {elapsed:.0f} s). Re-run it to refresh this file.")
+    md += ["", "## Machine", ""]
+    md += [f"- {k}: {v}" for k, v in report.machine(kinds, load)]
+    md += ["", "## Gradient time and memory", "",
+           "Each gradient is first checked against the hand-written numpy gradient "
+           "(rtol 1e-6); FAIL marks an error or a wrong gradient (listed below), which is "
+           "then not timed. `hand-written` is the median time of one call of the "
+           "hand-written gradient; the other columns are median times as multiples of it "
+           "(lower is better), measured in the same run, interleaved, float64, warm-up "
+           "excluded, the garbage collector enabled. srcgrad is the cached generated "
+           "gradient called through its transformed object; the tape and PyTorch create "
+           "their leaf tensors (a copy of the parameters) in each call; JAX is "
+           "`jax.jit(jax.grad(loss))` on device arrays, with `block_until_ready`. Peak "
+           "memory is the tracemalloc peak of one call above the memory before it, "
+           "result included (only numpy-based implementations can be traced).", ""]
+    md.append(report.md_table(h1, b1))
+    if lat:
+        md += ["", "## srcgrad's fixed costs", "",
+               "First call with the disk cache off (`SRCGRAD_CACHE_DIR=\"\"`): the whole "
+               "pipeline and one call on the small inputs, in a fresh process (median of "
+               "fresh processes) and in a warm process (a new transformed object after "
+               "others were compiled). Disk-cache hit: one process fills a temporary "
+               "cache directory, a fresh process times its first call. Dispatch: calling "
+               "the transformed object minus calling its generated function (`_impl`) "
+               "directly, small inputs, minimum over batches. `call (small)` is the "
+               "generated function's own time at the small size.", ""]
+        md.append(report.md_table(h2, b2, 1))
+    if tg:
+        md += ["", "## Targets", "", "| target | worst measured | where | met |",
+               "|---|---:|---|---|"]
+        md += [f"| {t} | {w} | {p} | {'yes' if ok else '**no**'} |" for t, w, p, ok in tg]
+    fails = report.failures(rows, lat)
+    if fails:
+        md += ["", "## Failures", ""] + [f"- {f}" for f in fails]
+    text = ["", report.text_table(h1, b1)]
+    if lat:
+        text += ["", report.text_table(h2, b2, 1)]
+    if tg:
+        text += ["", report.text_table(["target", "worst", "where", "met"],
+                                       [[t, w, p, "yes" if ok else "NO"]
+                                        for t, w, p, ok in tg], 1)]
+    if fails:
+        text += ["", "failures:"] + [f"  {f}" for f in fails]
+    return "\n".join(md) + "\n", "\n".join(text)
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = parse_args(argv)
+    mode = "quick" if args.quick else "full"
+    kinds = ["hand"] + [k for k in impls.KINDS if k != "hand" and k in args.impls
+                        and impls.available(k)]
+    missing = [k for k in args.impls if k not in kinds and k != "hand"]
+
+    def log(msg):
+        print(msg, file=sys.stderr, flush=True)
+
+    if missing:
+        log(f"not installed, skipped: {', '.join(missing)}")
+    load = report.load_average()
+    t0 = time.perf_counter()
+    rows = []
+    for p in problems.all_problems(args.problems):
+        for size in args.sizes:
+            log(f"{p.name} {size} ({p.describe(size)})")
+            rows.append(bench_one(p, size, kinds, mode, log))
+    lat = {}
+    if not args.no_latency and "srcgrad" in kinds:
+        for p in problems.all_problems(args.problems):
+            log(f"{p.name}: first call, cache hit, dispatch")
+            lat[p.name] = bench_latency(p, mode)
+    md, text = render(rows, lat, kinds, mode, argv, time.perf_counter() - t0, load)
+    print(text)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(md)
+        log(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
