@@ -19,11 +19,13 @@ from hypothesis import HealthCheck, settings
 # `tests/` holds plain helper modules (compiler_helpers, programs) imported by the tests
 sys.path.insert(0, os.path.dirname(__file__))
 
+# max_examples is the number of random programs of tests/test_property.py's main property
+# (the other properties take a fraction of it)
 settings.register_profile(
-    "default", max_examples=50, deadline=None, derandomize=False,
+    "default", max_examples=300, deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.register_profile(
-    "deep", max_examples=3000, deadline=None,
+    "deep", max_examples=5000, deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                            HealthCheck.filter_too_much])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))

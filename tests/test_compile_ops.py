@@ -661,3 +661,17 @@ def _del_before_inlined_shape(x):
 def test_del_before_an_inlined_shape_use():
     # `del v` must come after the last use of v, also one written inline (`v.shape`)
     check_grad(_del_before_inlined_shape, [real(3)])
+
+
+def _where_on_a_scalar(x, y):
+    return np.sum(np.where(x > 0, x, y))
+
+
+@pytest.mark.xfail(strict=True, reason="lower.py: Builder._kind makes broadcast_to(1.0, shape) "
+                   "(the seed spread by sum/mean's rule) a 'meta' value, so where(x > 0, g, "
+                   "0.0) inherits x's shape class and the sum_to back to x's shape is dropped")
+def test_where_condition_smaller_than_the_result():
+    # x is a scalar, the result of where has y's shape (3,): the gradient must be summed
+    # back to a scalar (srcgrad returned [1., 1., 1.] instead of 3.0)
+    g = check_grad(_where_on_a_scalar, [0.7, real(3)], (0, 1))
+    assert np.shape(g[0]) == () and float(g[0]) == 3.0
