@@ -55,7 +55,16 @@ def with_numpy(fun, namespace):
 
 
 def build(kind: str, problem, args: tuple):
+    """kind is one of KINDS, or "hand:LABEL" for one of the problem's HAND_VARIANTS."""
+    if kind.startswith("hand:"):
+        return _hand(problem, args, kind[len("hand:"):])
     return _BUILDERS[kind](problem, args)
+
+
+def label(kind: str) -> str:
+    if kind.startswith("hand:"):
+        return f"hand-written ({kind[len('hand:'):]})"
+    return LABELS[kind]
 
 
 def to_numpy(kind: str, result) -> tuple:
@@ -64,8 +73,8 @@ def to_numpy(kind: str, result) -> tuple:
     return tuple(np.asarray(r) for r in result)
 
 
-def _hand(problem, args):
-    f = problem.grad_hand
+def _hand(problem, args, variant=""):
+    f = problem.hand_variants[variant]
     return lambda: f(*args)
 
 

@@ -134,8 +134,10 @@ def speed_table(rows, kinds):
               + ["peak mem: hand-written", "srcgrad / hand", "tape / hand"])
     body = []
     for r in rows:
-        body.append([r["problem"], f"{r['size']} ({r['desc']})",
-                     fmt_time(r["times"].get("hand"))]
+        hand = fmt_time(r["times"].get("hand"))
+        if r.get("hand_label"):
+            hand += f" ({r['hand_label']})"
+        body.append([r["problem"], f"{r['size']} ({r['desc']})", hand]
                     + [_cell(r, k) for k in others]
                     + [fmt_bytes(r["mem"].get("hand")), _mem_ratio(r, "srcgrad"),
                        _mem_ratio(r, "tape")])
@@ -223,11 +225,21 @@ def md_table(header, body, text_columns: int = 2) -> str:
     return "\n".join(out)
 
 
+def hand_variants(rows) -> list:
+    """One line per row timed with several hand-written gradients."""
+    out = []
+    for r in rows:
+        if r.get("hand_times"):
+            parts = ", ".join(f"{k} {fmt_time(t)}" for k, t in r["hand_times"].items())
+            out.append(f"{r['problem']} {r['size']}: {parts}")
+    return out
+
+
 def failures(rows, lat) -> list:
     out = []
     for r in rows:
         for k, msg in r["errors"].items():
-            out.append(f"{r['problem']} {r['size']}, {impls.LABELS[k]}: {msg}")
+            out.append(f"{r['problem']} {r['size']}, {impls.label(k)}: {msg}")
     for name, d in lat.items():
         if "error" in d:
             out.append(f"{name}, latency: {d['error']}")

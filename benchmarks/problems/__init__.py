@@ -5,6 +5,8 @@ A problem module defines
   and, with `np` rebound, what HIPS autograd and JAX differentiate),
 - `grad_hand(...)`: the hand-written numpy gradient, the reference every other gradient
   is checked against and timed against (a tuple, in the order of `WRT`),
+- optionally `HAND_VARIANTS`: {label: function}, other hand-written gradients (written
+  another careful way). All are timed; the fastest in each run is the reference.
 - `make_torch_loss(torch)`: the same loss spelled in PyTorch,
 - `WRT`: the parameter names the gradient is taken for,
 - `SIZES`: keyword parameters of `make_inputs` for "tiny" (tests), "small" and "large",
@@ -35,6 +37,11 @@ class Problem:
     @property
     def grad_hand(self):
         return self.module.grad_hand
+
+    @property
+    def hand_variants(self) -> dict:
+        """{label: hand-written gradient}; the label of `grad_hand` is ""."""
+        return {"": self.module.grad_hand, **getattr(self.module, "HAND_VARIANTS", {})}
 
     @property
     def wrt(self) -> tuple:

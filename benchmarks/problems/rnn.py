@@ -1,10 +1,14 @@
 """rnn: a tanh RNN unrolled by a Python loop over T steps; gradient w.r.t. the weights.
 
-The loss is the squared norm of the last hidden state. The hand-written gradient runs
-the same forward loop (keeping the hidden states in one preallocated array), then
-back-propagates through time with one small matmul per step for the hidden-state
-cotangent and computes the weight gradients after the loop, as one matmul each over
-all T steps (the usual way to write BPTT by hand in numpy).
+The loss is the squared norm of the last hidden state. Two hand-written gradients run
+the same forward loop and back-propagate through time; the suite takes the faster one
+in each run as the reference:
+- `grad_hand` keeps the states in one preallocated array and computes the weight
+  gradients after the loop, one matmul each over all T steps (fewer, larger numpy calls:
+  the faster way at batch 1),
+- `grad_hand_per_step` is textbook BPTT, accumulating the weight gradients inside the
+  loop (at batch 256 the long-K matmuls of the first are slower in OpenBLAS, very much
+  so when its threads compete with other processes for the cores).
 """
 import numpy as np
 
@@ -56,7 +60,7 @@ def grad_hand(Wx, Wh, b, X, h0):
 
 
 def grad_hand_per_step(Wx, Wh, b, X, h0):
-    """The textbook variant (weight gradients accumulated inside the loop), for analysis."""
+    """Textbook BPTT: the weight gradients accumulated inside the loop."""
     T = X.shape[0]
     hs = [h0]
     h = h0
@@ -73,6 +77,9 @@ def grad_hand_per_step(Wx, Wh, b, X, h0):
         db += np.sum(da, axis=0)
         dh = da @ Wh.T
     return dWx, dWh, db
+
+
+HAND_VARIANTS = {"per step": grad_hand_per_step}
 
 
 def make_torch_loss(torch):
