@@ -54,6 +54,21 @@ def _unwrap(fn):
     return fn
 
 
+def _lambda_column(code) -> int:
+    """The column of the `lambda` that made `code` (0 when the file cannot tell)."""
+    try:
+        tree = ast.parse("".join(linecache.getlines(code.co_filename)))
+    except (SyntaxError, ValueError):
+        return 0
+    params = list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Lambda) and node.lineno == code.co_firstlineno:
+            a = node.args
+            if [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs] == params:
+                return node.col_offset
+    return 0
+
+
 def parse_function(fn) -> Source:
     """Read and parse `fn`'s source; raise SourceUnavailableError when Python can't."""
     fn = _unwrap(fn)
@@ -64,6 +79,13 @@ def parse_function(fn) -> Source:
             f"cannot differentiate {name!r}: it is not a Python function with source code "
             "(built-in or C functions have no source to transform)")
     filename = code.co_filename
+    if code.co_name == "<lambda>":
+        # refuse before reading the source: the line that holds a lambda is not a
+        # statement of its own, and parsing it gives unrelated syntax errors
+        raise SourceUnavailableError(
+            "lambdas are not supported: define the function with def",
+            filename, code.co_firstlineno, _lambda_column(code),
+            linecache.getline(filename, code.co_firstlineno) or None)
     try:
         lines, firstlineno = inspect.getsourcelines(fn)
     except (OSError, TypeError) as e:
