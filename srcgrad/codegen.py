@@ -70,6 +70,7 @@ class FunctionCode:
         self.free = free_after_forward
         self.prefer = prefer_names or {}
         self.docstring = docstring
+        self.floats = set()  # ids of inputs the prologue made arrays (as_float)
 
 
 class _Namer:
@@ -194,6 +195,8 @@ def _emit_function(fc: FunctionCode, namer: _Namer, em: _Emitter, inputs, indent
     em.slice_items = getattr(em, "slice_items", {})
     em.carries = getattr(em, "carries", set())
     em.maybe_py = getattr(em, "maybe_py", set())
+    em.maybe_py.update(v.id for v in inputs if v.id not in fc.floats)
+    em.regions = getattr(em, "regions", [])
     _collect(fc.eqns, em)
     _python_numbers(fc.eqns, em.maybe_py)
     for v in inputs:
@@ -324,7 +327,12 @@ class _BlockCtx:
                 tag = "grad of: " if e.phase == "bwd" else ""
                 lines.append(f"{ind}# {tag}{e.loc.text}   ({e.loc.short()})")
                 group = key
-            if pname == "cond":
+            if pname == "fused":
+                names = ", ".join(self.name(v) for v in e.outs)
+                args = ", ".join(em.src(a) for a in e.ins)
+                lines.append(f"{ind}{names} = {e.params['name']}({args})")
+                em.regions.append(e)
+            elif pname == "cond":
                 self.cond(e, ind, lines)
             elif pname in ("for", "while"):
                 self.loop(e, ind, lines)
@@ -495,6 +503,55 @@ def _is_fwd(v, eqns) -> bool:
     return False
 
 
+def _emit_regions(em: _Emitter, namer: _Namer, body: list):
+    """Module-level code of fused regions: a numpy reference and a CUDA kernel spec each."""
+    from .fusion import cuda_expr, cuda_type
+
+    for e in em.regions:
+        region = e.params["region"]
+        name = e.params["name"]
+        params = [em.src(v) for v in e.ins]
+        # inputs keep the caller's names; everything the region defines gets its own local
+        # name (an output may take over an input's name at the call site)
+        sub = _Namer(set(params) | _RESERVED)
+        sub.names = {v.id: p for v, p in zip(e.ins, params)}
+        ret = e.outs[0] if len(e.outs) == 1 else tuple(e.outs)
+        fc = FunctionCode(name, ", ".join(params), region.eqns, ret, set(),
+                          free_after_forward=False)
+        fc.prefer = {}
+        body += ["", ""]
+        where = f"   ({e.loc.short()})" if e.loc is not None else ""
+        fc.docstring = f"Fused elementwise region{where}: the numpy reference of " \
+                       f"{name}_cuda."
+        sub_em = _Emitter(sub, em.consts)
+        sub_em.helpers = em.helpers
+        _emit_function(fc, sub, sub_em, [v for v in e.ins], "", body)
+        for q in region.eqns:  # names of the region's values (the reference named them)
+            for o in q.outs:
+                sub.names.setdefault(o.id, sub.fresh(o.hint, False))
+        cnames = {vid: "v_" + n for vid, n in sub.names.items()}
+        stmts = []
+        outs = {v.id for v in e.outs}
+        for q in region.eqns:
+            o = q.outs[0]
+            decl = "" if o.id in outs else f"{cuda_type(o)} "
+            stmts.append(f"{decl}{cnames[o.id]} = {cuda_expr(q, cnames)};")
+        ins = ", ".join(f"{cuda_type(v)} {cnames[v.id]}" for v in e.ins
+                        if isinstance(v, Var))
+        outp = ", ".join(f"{cuda_type(v)} {cnames[v.id]}" for v in e.outs)
+        body.append("")
+        body.append(f"# {name} as one CUDA kernel: cupy.ElementwiseKernel(inputs, outputs, body, "
+                    "name)")
+        body.append(f"{name}_cuda = (")
+        body.append(f"    {ins!r},")
+        body.append(f"    {outp!r},")
+        for k, st in enumerate(stmts):
+            last = k == len(stmts) - 1
+            body.append(f"    {(st if last else st + ' ')!r}{',' if last else ''}")
+        body.append(f"    {name!r},")
+        body.append(")")
+
+
 def emit_module(fc: FunctionCode, inputs, header: str) -> tuple[str, dict]:
     """The module source for `fc` and the module-level constants it refers to by name."""
     reserved = set(_helpers.HELPERS) | _EXTRA_HELPERS | {v.hint for v in inputs}
@@ -503,6 +560,7 @@ def emit_module(fc: FunctionCode, inputs, header: str) -> tuple[str, dict]:
     em = _Emitter(namer, consts)
     body: list[str] = []
     _emit_function(fc, namer, em, inputs, "", body)
+    _emit_regions(em, namer, body)
     if any("as_float(" in ln for ln in body):
         em.helpers.add("as_float")
     lines = [header, "import numpy as np"]

@@ -797,8 +797,10 @@ class Lowerer:
             inits += [0]
         carry = []
         for v, (name, kind) in zip(inits, self._carry_names(carried, has_break, plan)):
-            c = Var(name, kind if not (isinstance(v, Var) and v.kind == "meta") else "meta")
-            carry.append(c)
+            # a carried Python int (a counter) or a shape is meta; floats and arrays are data
+            meta = (isinstance(v, Var) and v.kind == "meta") or (
+                isinstance(v, (int, numpy.integer)) and not isinstance(v, float))
+            carry.append(Var(name, "meta" if meta and kind != "list" else kind))
         env = dict(self.env)
         k = 0
         for n, v in carried:

@@ -45,7 +45,9 @@ class _Ctx:
         return self.producer.get(v.id) if isinstance(v, Var) else None
 
     def shape_source(self, s):
-        """`v` when `s` is the Var of `v.shape`."""
+        """`v` when `s` is the Var of `v.shape` (or was made to stand for it)."""
+        if isinstance(s, Var) and s.id in self.shape_alias:
+            return self.shape_alias[s.id]
         e = self.prod(s)
         if e is not None and e.prim.name == "shape" and isinstance(e.ins[0], Var):
             return e.ins[0]
@@ -91,6 +93,10 @@ def _simplify(e: Eqn, c: _Ctx):
         if p is not None and p.prim.name == "ones_like" and _same_shape(b, p.ins[0]) and \
                 p.ins[0].dclass == getattr(b, "dclass", None):
             return ops.divide(1.0, b)  # ones_like(v) / b -> 1.0 / b
+        if p is not None and p.prim.name == "broadcast_to" and _is_const(p.ins[0]):
+            src = c.shape_source(p.ins[1])
+            if src is not None and _same_shape(b, src):
+                return ops.divide(p.ins[0], b)  # broadcast(c) / b -> c / b
     elif n == "power":
         a, b = ins
         if _is_const(b, 1) and isinstance(a, Var):
@@ -106,11 +112,6 @@ def _simplify(e: Eqn, c: _Ctx):
             return x
         if src is not None and src.sclass == SCALAR and _is_const(x) and n != "reshape":
             return x  # a Python number already acts as a 0-d array
-        if n == "broadcast_to" and src is not None and _is_const(x):
-            if x == 1:
-                return ops.ones_like(src)
-            if x == 0:
-                return ops.zeros_like(src)
     elif n == "where":
         cond, a, b = ins
         if isinstance(cond, (bool, numpy.bool_)) and e.phase == "bwd":
@@ -120,6 +121,19 @@ def _simplify(e: Eqn, c: _Ctx):
             chosen, other = (a, b) if cond else (b, a)
             if isinstance(chosen, Var) and chosen.kind == "array" and _is_const(other):
                 return chosen
+    elif n == "shape":
+        # the shape of an elementwise result follows from its inputs' shapes: the result
+        # itself need not be kept alive (or saved by a loop) just for its shape
+        p = c.prod(ins[0])
+        if p is not None and p.prim.elementwise and p.prim.differentiable:
+            arrays = [a for a in p.ins if isinstance(a, Var) and a.kind == "array"]
+            same = [a for a in arrays if a.sclass == ins[0].sclass]
+            others_scalar = all(isinstance(a, Var) or isinstance(a, numbers.Number)
+                                for a in p.ins)
+            if same and others_scalar:
+                return ops.shape(same[0])
+            if len(arrays) > 1 and others_scalar and len(arrays) <= 3:
+                return ops.broadcast_shapes(*[ops.shape(a) for a in arrays])
     elif n == "cast_like":
         x, like = ins
         if isinstance(x, Var) and isinstance(like, Var) and x.dclass == like.dclass:
@@ -155,6 +169,7 @@ def optimize(graph: Graph, named: set | None = None, passes=PASSES, keep=()) -> 
     outputs = graph.outputs
     _PROTECTED.clear()
     _PROTECTED.update(v.id for v in graph.inputs)
+    _SHAPE_ALIAS.clear()
     while True:
         run = _Run(graph, named, passes)
         eqns = run.block(eqns, {}, {})
@@ -181,6 +196,7 @@ class _Run:
         self.graph, self.named, self.passes = graph, named, passes
         self.subst: dict[int, object] = {}
         self.changed = False
+        self.shape_alias: dict[int, Var] = _SHAPE_ALIAS
         self.shape_source: dict[int, Var] = {}
 
     def res(self, v):
@@ -204,6 +220,7 @@ class _Run:
 
         ctx = _Ctx(self.graph, self.named)
         ctx.producer = producer
+        ctx.shape_alias = self.shape_alias
         new = []
         for e in eqns:
             if e.prim.name in _STRUCTURED:
@@ -228,6 +245,8 @@ class _Run:
                     for extra in scratch.eqns:  # a simplification may stage a cheaper op
                         producer[extra.outs[0].id] = extra
                         new.append(extra)
+                    if e.prim.name == "shape" and isinstance(r, Var):
+                        self.shape_alias.setdefault(r.id, e.ins[0])
                     _move_name(out, r, self.named, e.phase, producer)
                     self.subst[out.id] = r
                     self.changed = True
@@ -300,7 +319,10 @@ def _dce(eqns, live: set) -> list:
     return kept[::-1]
 
 
-_PROTECTED: set = set()  # ids of the graph's inputs: their names are the parameters'
+_PROTECTED: set = set()
+# shape Vars computed without the value they are the shape of (see "shape" in _simplify):
+# id -> that value, so later rules still know whose shape it is
+_SHAPE_ALIAS: dict = {}  # ids of the graph's inputs: their names are the parameters'
 
 
 def _move_name(old: Var, new, named: set, phase: str = "fwd", producer=None):

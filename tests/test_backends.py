@@ -39,12 +39,22 @@ def fake_cupy(monkeypatch):
 
     mod.tanh = tanh
     mod.calls = calls
+    mod.kernels = []
+
+    def ElementwiseKernel(in_params, out_params, body, name):
+        mod.kernels.append((in_params, out_params, body, name))
+
+        def not_on_this_machine(*args):
+            raise RuntimeError("no GPU: this stand-in cannot run CUDA")
+        return not_on_this_machine
+
+    mod.ElementwiseKernel = ElementwiseKernel
     monkeypatch.setitem(sys.modules, "cupy", mod)
     return mod
 
 
 def test_cupy_arguments_run_the_same_source_bound_to_cupy(fake_cupy):
-    g = srcgrad.grad(loss, cache=False)
+    g = srcgrad.grad(loss, cache=False, fuse=False)
     rng = np.random.default_rng(0)
     W, x = rng.normal(size=(3, 4)), rng.normal(size=4)
     ref = g(W, x)
@@ -53,6 +63,18 @@ def test_cupy_arguments_run_the_same_source_bound_to_cupy(fake_cupy):
     assert fake_cupy.calls == ["tanh"]  # the generated np.tanh went to "cupy"
     np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-12)
     assert g.compile_count == 1  # the same generated module, bound twice
+
+
+def test_fused_binding_makes_one_kernel_per_region(fake_cupy):
+    g = srcgrad.grad(loss, cache=False)
+    W, x = np.ones((3, 4)).view(FakeArray), np.ones(4).view(FakeArray)
+    with pytest.raises(RuntimeError, match="no GPU"):
+        g(W, x)
+    ns = {}
+    exec(compile(g.fused_source, "<fused>", "exec"), ns)
+    specs = sorted(v for k, v in ns.items() if k.endswith("_cuda"))
+    assert specs and sorted(fake_cupy.kernels) == specs
+    assert "_fused_" not in g.source  # numpy calls keep the unfused code
 
 
 def test_mixing_numpy_and_cupy_arrays_is_a_type_error(fake_cupy):

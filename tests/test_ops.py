@@ -230,6 +230,7 @@ for _shapes, _axis in ((((2, 3), (4, 3), (1, 3)), 0), (((2, 3), (2, 1)), 1),
 # creation, no gradient
 spec("zeros_like", [A((2, 3))], ref=np.zeros_like)
 spec("stop_gradient", [A((2, 3))], ref=lambda x: x)
+spec("broadcast_shapes", [(3, 1), (4,)], ref=lambda a, b: np.broadcast_shapes(a, b))
 spec("ones_like", [A((3,))], ref=np.ones_like)
 spec("zeros", [(2, 3)], ref=np.zeros)
 spec("zeros", [(2,)], dict(dtype="int64"), ref=np.zeros)

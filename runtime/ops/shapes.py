@@ -15,7 +15,7 @@ __all__ = [
     "shape", "ndim", "reshape", "transpose", "swapaxes", "moveaxis", "expand_dims", "squeeze",
     "broadcast_to", "sum_to", "concatenate", "stack", "flip", "getitem", "scatter_add",
     "zeros_like", "ones_like", "cast_like", "astype", "zeros", "ones", "full", "eye",
-    "arange", "concat_index", "is_basic_index", "to_device", "stop_gradient",
+    "arange", "broadcast_shapes", "concat_index", "is_basic_index", "to_device", "stop_gradient",
 ]
 
 
@@ -40,6 +40,13 @@ def _concat_index(*shapes, index, axis):
     return (slice(None),) * axis + (part,)
 
 
+def _broadcast_shapes(*shapes):
+    return numpy.broadcast_shapes(*shapes)
+
+
+broadcast_shapes = defop("broadcast_shapes", _broadcast_shapes, meta=True,
+                         spell=call("broadcast_shapes"),
+                         doc="the shape numpy broadcasting gives these shapes")
 concat_index = defop("concat_index", _concat_index, meta=True, spell=call("concat_index"),
                      doc="the index of input `index` inside a concatenation along `axis`")
 

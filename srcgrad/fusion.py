@@ -1,0 +1,148 @@
+"""Fusion (for cupy): Graph -> Graph in which runs of elementwise primitives become one
+`fused` equation each, emitted as a single GPU kernel.
+
+The planner takes maximal runs of consecutive elementwise equations of a block (a
+non-elementwise equation ends a run; nested blocks are planned on their own) with at
+least two equations. A region's inputs are the values it reads from outside; its outputs
+are the values it defines that anything after it reads. Broadcasting needs no special
+care: an elementwise kernel broadcasts its inputs the way numpy does.
+
+Each region is written twice in the generated module:
+- a numpy reference function (`def _fused_1(x, y): ...`, the region's own statements),
+  which is what runs when the module is bound to numpy, and what the tests compare with
+  the unfused code on machines without a GPU;
+- a kernel spec (`_fused_1_cuda = (in_params, out_params, body, name)`), CUDA C
+  expressions that the cupy binding turns into `cupy.ElementwiseKernel`s.
+"""
+from __future__ import annotations
+
+import numbers
+
+from runtime.ops.core import Primitive
+
+from .ir import Block, Eqn, Var
+
+__all__ = ["FUSED", "CUDA", "fuse_graph", "cuda_expr"]
+
+FUSED = Primitive("fused", None, meta=True)
+
+#: elementwise primitive -> CUDA C expression over its operands
+CUDA = {
+    "add": "{0} + {1}", "subtract": "{0} - {1}", "multiply": "{0} * {1}",
+    "divide": "{0} / {1}", "negative": "-{0}", "power": "pow({0}, {1})",
+    "exp": "exp({0})", "log": "log({0})", "log1p": "log1p({0})", "expm1": "expm1({0})",
+    "sqrt": "sqrt({0})", "square": "{0} * {0}", "reciprocal": "(T)1 / {0}",
+    "sin": "sin({0})", "cos": "cos({0})", "tan": "tan({0})", "tanh": "tanh({0})",
+    "sinh": "sinh({0})", "cosh": "cosh({0})", "arcsin": "asin({0})",
+    "arccos": "acos({0})", "arctan": "atan({0})", "absolute": "fabs({0})",
+    "sign": "(T)(({0} > 0) - ({0} < 0))", "relu": "({0} > 0 ? {0} : (T)0)",
+    "sigmoid": "(T)1 / ((T)1 + exp(-{0}))",
+    "softplus": "(({0} > 0 ? {0} : (T)0) + log1p(exp(-fabs({0}))))",
+    "maximum": "({0} > {1} ? {0} : ({0} < {1} ? {1} : {0}))",
+    "minimum": "({0} < {1} ? {0} : ({0} > {1} ? {1} : {0}))",
+    "where": "({0} ? {1} : {2})", "clip": "({0} < {1} ? {1} : ({0} > {2} ? {2} : {0}))",
+    "less": "{0} < {1}", "less_equal": "{0} <= {1}", "greater": "{0} > {1}",
+    "greater_equal": "{0} >= {1}", "equal": "{0} == {1}", "not_equal": "{0} != {1}",
+    "logical_and": "{0} && {1}", "logical_or": "{0} || {1}", "logical_not": "!{0}",
+    "isfinite": "isfinite({0})",
+}
+
+
+def _fusible(e: Eqn) -> bool:
+    if e.prim.name not in CUDA or not e.outs:
+        return False
+    if e.prim.name == "clip" and any(a is None for a in e.ins):
+        return False
+    arrays = [a for a in e.ins if isinstance(a, Var)]
+    return bool(arrays) and all(a.kind == "array" for a in arrays) and all(
+        isinstance(a, Var) or (isinstance(a, numbers.Number) and not isinstance(a, complex))
+        for a in e.ins)
+
+
+def _reads(eqns, outs=()) -> set:
+    ids = set()
+    for e in eqns:
+        ids.update(v.id for v in e.var_ins())
+    ids.update(v.id for v in outs if isinstance(v, Var))
+    return ids
+
+
+def fuse_graph(eqns: list, outputs, counter=None) -> list:
+    """Replace runs of elementwise equations by `fused` equations (nested blocks too)."""
+    counter = counter if counter is not None else [0]
+    later_reads = []  # for each position: ids read at or after it (by eqns or outputs)
+    acc = set(_reads([], _flatten(outputs)))
+    for e in reversed(eqns):
+        acc = acc | {v.id for v in e.var_ins()}
+        later_reads.append(acc)
+    later_reads.reverse()
+    out = []
+    run: list = []
+
+    def close(end):
+        if len(run) >= 2:
+            out.append(_region(run, later_reads[end] if end < len(eqns) else
+                               set(_reads([], _flatten(outputs))), counter))
+        else:
+            out.extend(run)
+        run.clear()
+
+    for i, e in enumerate(eqns):
+        for b in e.blocks():
+            b.eqns = fuse_graph(b.eqns, b.outs, counter)
+        if _fusible(e):
+            run.append(e)
+        else:
+            close(i)
+            out.append(e)
+    close(len(eqns))
+    return out
+
+
+def _flatten(o):
+    if isinstance(o, Var):
+        return [o]
+    if isinstance(o, (tuple, list)):
+        return [v for x in o for v in _flatten(x)]
+    if isinstance(o, dict):
+        return [v for x in o.values() for v in _flatten(x)]
+    return []
+
+
+def _region(run, read_after: set, counter) -> Eqn:
+    defined = {}
+    inputs = []
+    for e in run:
+        for a in e.ins:
+            if isinstance(a, Var) and a.id not in defined and all(a is not x for x in inputs):
+                inputs.append(a)
+        for o in e.outs:
+            defined[o.id] = o
+    outs = [o for o in defined.values() if o.id in read_after]
+    counter[0] += 1
+    name = f"_fused_{counter[0]}"
+    loc = run[0].loc
+    return Eqn(FUSED, inputs, outs, {"region": Block(list(run), list(outs)), "name": name},
+               loc, run[0].phase)
+
+
+def cuda_expr(e: Eqn, names: dict) -> str:
+    """The CUDA C expression of one elementwise equation (operands by name)."""
+
+    def operand(a):
+        if isinstance(a, Var):
+            return names[a.id]
+        if isinstance(a, bool):
+            return "true" if a else "false"
+        f = float(a)
+        if f != f:
+            return "(T)NAN"
+        if f in (float("inf"), float("-inf")):
+            return "(T)INFINITY" if f > 0 else "-(T)INFINITY"
+        return f"(T)({f!r})"
+
+    return CUDA[e.prim.name].format(*[operand(a) for a in e.ins])
+
+
+def cuda_type(v: Var) -> str:
+    return "bool" if v.dclass == ("bool",) else "T"
