@@ -84,6 +84,7 @@ def main(argv=None):
     ap.add_argument("--all", action="store_true", help="every line, in source order")
     ap.add_argument("--top", type=int, default=15)
     a = ap.parse_args(argv)
+    os.environ["SRCGRAD_CACHE_DIR"] = ""      # what the current compiler generates
     p = problems.get(a.problem)
     args = p.inputs(a.size)
     g = srcgrad.grad(p.loss, wrt=p.wrt)
