@@ -26,7 +26,7 @@ _SIMPLE = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Delete, ast.R
 class _Instrument(ast.NodeTransformer):
     def _wrap(self, stmt):
         n = stmt.lineno
-        start = ast.parse(f"__t0 = __pc()").body[0]
+        start = ast.parse("__t0 = __pc()").body[0]
         stop = ast.parse(f"__acc[{n}] += __pc() - __t0; __cnt[{n}] += 1").body
         if isinstance(stmt, ast.Return) and stmt.value is not None:
             tmp = ast.Assign(targets=[ast.Name("__r", ast.Store())], value=stmt.value)
@@ -54,7 +54,8 @@ def line_times(g, args, calls: int = 20):
     src = g.source
     impl = g._impl
     tree = ast.parse(src)
-    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == impl.__name__)
+    fn = next(n for n in tree.body
+              if isinstance(n, ast.FunctionDef) and n.name == impl.__name__)
     fn.body = _Instrument()._body(fn.body)
     mod = ast.Module(body=[fn], type_ignores=[])
     ast.fix_missing_locations(mod)

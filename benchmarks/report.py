@@ -94,7 +94,8 @@ def machine(kinds, load=None) -> list:
                      "(other processes share the cores: a load above the core count "
                      "means the timings were taken on a busy machine)"))
     peers = [f"{impls.LABELS[k]} {impls.version(k)}" for k in kinds if k in impls.PEERS]
-    rows.append(("peers", ", ".join(peers) if peers else "none run (not installed or not asked for)"))
+    rows.append(("peers", ", ".join(peers) if peers
+                 else "none run (not installed or not asked for)"))
     return rows
 
 
