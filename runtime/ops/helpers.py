@@ -15,9 +15,14 @@ globals().update(HELPERS)
 __all__ = sorted(HELPERS)
 
 
+from numpy import ndarray as _ndarray  # noqa: E402
+
+
 def as_float(x):
     """A `wrt` argument as a floating array: Python scalars become float64 0-d arrays;
     integer or boolean arrays are refused (their gradient would be meaningless)."""
+    if type(x) is _ndarray and x.dtype.kind == "f":  # the common case first
+        return x
     dt = getattr(x, "dtype", None)
     if dt is None:
         if isinstance(x, (bool, complex)) or not isinstance(x, (int, float)):

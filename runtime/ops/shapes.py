@@ -135,7 +135,11 @@ def _xp_fn(name):
 
 def _sum_to(x, newshape):
     """Sum `x` down to `newshape` (the reverse of broadcasting)."""
-    xs = _shape_of(x)
+    xs = getattr(x, "shape", None)
+    if xs == newshape:  # the common case first: nothing to do
+        return x
+    if xs is None:
+        xs = numpy.shape(x)
     newshape = tuple(newshape)
     if xs == newshape:
         return x
@@ -183,6 +187,11 @@ def _scatter_add(v, idx, newshape):
 
 
 def _cast_like(x, like):
+    try:
+        if x.dtype is like.dtype or x.dtype == like.dtype:  # the common case first
+            return x
+    except AttributeError:
+        pass
     dt = getattr(like, "dtype", None)
     if dt is None or getattr(x, "dtype", None) == dt:
         return x
