@@ -490,8 +490,8 @@ def f_reuse_and_rebind(x):
 
 
 def f_unused_code(x, y):
-    dead = np.exp(y) * 3  # never reaches the output
-    also_dead = x ** 5
+    dead = np.exp(y) * 3  # never reaches the output  # noqa: F841
+    also_dead = x ** 5  # noqa: F841
     return np.sum(x ** 2)
 
 

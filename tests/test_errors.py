@@ -43,7 +43,7 @@ def uses_try(x):
 
 
 def uses_with(x):
-    with open(os.devnull) as f:  # E:with
+    with open(os.devnull) as f:  # E:with  # noqa: F841
         y = x * 2
     return np.sum(y)
 
@@ -58,7 +58,7 @@ def uses_lambda(x):
 
 
 def uses_global(x):
-    global _COUNTER  # E:global
+    global _COUNTER  # E:global  # noqa: F824
     return np.sum(x)
 
 
@@ -93,7 +93,7 @@ def uses_del(x):
 
 
 def uses_raise(x):
-    y = np.sum(x)
+    y = np.sum(x)  # noqa: F841
     raise ValueError("never differentiable")  # E:raise
 
 
@@ -373,3 +373,16 @@ def test_static_value_needed_points_at_the_line():
         srcgrad.grad(f, cache=False)(np.ones(2))
     check_location(info.value, "static", "int(", SrcgradError)
     assert re.search(r"compile time|run time", info.value.msg)
+
+
+def uses_vstack(x):
+    return np.sum(np.vstack([x, x]))  # E:vstack
+
+
+def test_numpy_function_that_needs_ranks_explains_itself():
+    # np.vstack needs the number of dimensions of its arguments, which generated code
+    # (shape-polymorphic) does not fix at compile time
+    with pytest.raises(SrcgradError) as info:
+        srcgrad.grad(uses_vstack, cache=False)(np.ones(3))
+    check_location(info.value, "vstack", "np.vstack", SrcgradError)
+    assert "numpy.vstack" in info.value.msg and "concatenate" in info.value.msg

@@ -173,8 +173,8 @@ def test_cse_keeps_equations_with_different_params():
 # ---- dce ----------------------------------------------------------------------------------------
 
 def dead_code(x, y):
-    unused = np.exp(y) * 3.0
-    also_unused = np.tanh(x) ** 5
+    unused = np.exp(y) * 3.0  # noqa: F841
+    also_unused = np.tanh(x) ** 5  # noqa: F841
     return np.sum(x ** 2)
 
 
