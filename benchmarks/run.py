@@ -29,7 +29,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_OUT = os.path.join(ROOT, "BENCHMARKS.md")
 
 #: (repeats, seconds per timed batch) by mode and size
-SETTINGS = {"full": {"small": (15, 0.04), "large": (9, 0.1)},
+SETTINGS = {"full": {"small": (21, 0.03), "large": (11, 0.1)},
             "quick": {"small": (3, 0.005), "large": (2, 0.005)}}
 MEMORY_KINDS = ("hand", "srcgrad", "tape")
 
