@@ -325,6 +325,14 @@ class _CompiledBase:
         return functools.partial(self, obj)
 
 
+def _flat_vars(obj):
+    if isinstance(obj, Var):
+        return [obj]
+    if isinstance(obj, (tuple, list)):
+        return [v for o in obj for v in _flat_vars(o)]
+    return []
+
+
 def _lookup_const(fun, name):
     from runtime.ops.custom import REGISTRY
 
@@ -379,6 +387,8 @@ class VJPFunction(_CompiledBase):
         outer = FunctionCode(fname, _signature_text(src.tree), eqns[:first_bwd],
                              (out, _Raw("pullback")), named, prologue=prologue)
         outer.nested = (inner, len(eqns[:first_bwd]))
+        outer.keep = {v.id for e in eqns[first_bwd:] for v in e.var_ins()} | \
+            {v.id for v in _flat_vars(grads)}
         return outer
 
 

@@ -25,6 +25,7 @@ _INLINE = {"shape", "ndim", "pack", "make_slice", "len", "reduced_size"}
 _ident = re.compile(r"[^0-9a-zA-Z_]")
 # names generated code itself uses; a user variable with one of these names is suffixed
 _RESERVED = {"np", "float", "slice", "len", "int"} | set(keyword.kwlist)
+_INPLACE = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/"}
 _EXTRA_HELPERS = {"as_float", "check_scalar"}
 
 
@@ -71,6 +72,7 @@ class FunctionCode:
         self.prefer = prefer_names or {}
         self.docstring = docstring
         self.floats = set()  # ids of inputs the prologue made arrays (as_float)
+        self.keep = set()  # ids never deleted (read by a nested function)
 
 
 class _Namer:
@@ -132,6 +134,8 @@ class _Emitter:
         return text
 
     def index_src(self, idx) -> str:
+        if isinstance(idx, Var) and idx.id in self.namer.names:
+            return self.namer.names[idx.id]  # a tuple built once and used more than once
         if isinstance(idx, Var) and idx.id in self.pack_items:
             items = self.pack_items[idx.id]
             parts = [self.index_src(i) if isinstance(i, Var) and i.id in self.slice_items
@@ -350,24 +354,54 @@ class _BlockCtx:
             elif pname == "pop":
                 names = ", ".join(self.name(v) for v in e.outs)
                 lines.append(f"{ind}{names} = {em.src(e.ins[0])}.pop()")
+            elif top and self.fc.free and self._in_place(e, i, last_use, eqns):
+                a = e.ins[0]
+                op = _INPLACE[pname]
+                self.namer.names[o.id] = self.namer.names[a.id]
+                lines.append(ind + _norm(f"{self.namer.names[a.id]} {op}= {em.src(e.ins[1])}"))
             else:
                 lines.append(ind + _norm(f"{self.name(o)} = {em.expr(e, self.uses)}"))
                 if self.fc.check_scalar is not None and o is self.fc.check_scalar:
                     lines.append(f"{ind}check_scalar({self.name(o)})")
                     em.helpers.add("check_scalar")
-            if top and self.fc.free and e.phase == "bwd":
+            if top and self.fc.free:
+                # free arrays after their last use: Python would keep every intermediate
+                # alive until the function returns
                 reads = [r for v in e.var_ins()
                          for r in (reads_of.get(v.id, [v]) if v.id in inlined else [v])]
+                owners: dict = {}
+                for vid, nm in self.namer.names.items():
+                    owners[nm] = owners.get(nm, 0) + 1
                 dead = [v for v in reads if last_use.get(v.id) == i and
                         v.id not in self.returned and v.kind == "array" and
                         v.const_name is None and v.id not in em.inline and
                         v.id not in self.inputs and v.id in self.namer.names and
-                        _is_fwd(v, self.fc.eqns)]
+                        v.id not in self.fc.keep and owners.get(self.namer.names[v.id]) == 1]
                 if dead:
                     names = list(dict.fromkeys(self.namer.names[v.id] for v in dead))
                     lines.append(f"{ind}del {', '.join(names)}")
         if len(lines) == start:
             lines.append(f"{ind}pass")
+
+    def _in_place(self, e, i, last_use, eqns) -> bool:
+        """`a = a + b` may update `a` in place: `a` is a fresh array this function made
+        (an elementwise result), dead after this use, of the result's shape and dtype."""
+        if e.prim.name not in _INPLACE or not isinstance(e.ins[0], Var):
+            return False
+        a, o = e.ins[0], e.outs[0]
+        if last_use.get(a.id) != i or a.id in self.returned or a.id in self.inputs or \
+                a.id in self.fc.keep:
+            return False
+        if a.sclass != o.sclass or a.dclass != o.dclass or a.id not in self.namer.names:
+            return False
+        if isinstance(e.ins[1], Var) and e.ins[1] is a:
+            return False
+        made = next((q for q in eqns if q.outs and q.outs[0] is a), None)
+        if made is None or not made.prim.elementwise or not made.prim.differentiable or \
+                made.prim.name in ("where",) or a.id in self.em.maybe_py:
+            return False
+        name = self.namer.names[a.id]
+        return sum(1 for n in self.namer.names.values() if n == name) == 1
 
     def _inlinable(self, e) -> bool:
         """A cheap meta value (x.shape, a tuple index...) used once: written where used."""

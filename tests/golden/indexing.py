@@ -12,13 +12,17 @@ def grad_indexing(x, idx):
     # return np.sum(head ** 2) + np.sum(rows * x[-1]) + x[0, 0]   (golden_functions.py:41)
     out_1 = head ** 2
     out_2 = np.sum(out_1)
+    del out_1
     out_3 = x[-1]
     out_4 = rows * out_3
     out_5 = np.sum(out_4)
+    del out_4
     out_6 = out_2 + out_5
+    del out_2, out_5
     out_7 = x[0, 0]
     out_8 = out_6 + out_7
     check_scalar(out_8)
+    del out_6
     # grad of: return np.sum(head ** 2) + np.sum(rows * x[-1]) + x[0, 0]   (golden_functions.py:41)
     dout = sum_to(1.0, out_7.shape)
     del out_7
@@ -31,18 +35,27 @@ def grad_indexing(x, idx):
     drows_1 = dout_1 * out_3
     del out_3
     drows = sum_to(drows_1, rows_shape_1)
+    del drows_1
     dout_2 = dout_1 * rows
     del rows
     dout_3 = sum_to(dout_2, out_shape_1)
+    del dout_2
     dx_1 = scatter_add(dout_3, -1, x_shape_1)
+    del dout_3
     dx_2 = dx + dx_1
+    del dx_1
     dhead = 2 * head
     del head
     # grad of: rows = x[idx]   (golden_functions.py:40)
     dx_3 = scatter_add(drows, idx, x_shape_1)
+    del drows
     dx_4 = dx_2 + dx_3
+    del dx_2, dx_3
     # grad of: head = x[:2, 1:]   (golden_functions.py:39)
     dx_5 = scatter_add(dhead, (slice(None, 2, None), slice(1, None, None)), x_shape_1)
+    del dhead
     dx_6 = dx_4 + dx_5
+    del dx_4, dx_5
     dx_7 = cast_like(dx_6, x)
+    del dx_6
     return dx_7

@@ -11,20 +11,26 @@ def grad_logistic_regression(W, b, X, y):
     z = z_1 + b
     # p = 1.0 / (1.0 + np.exp(-z))   (golden_functions.py:19)
     p_1 = -z
+    del z
     p_2 = np.exp(p_1)
+    del p_1
     p_3 = 1.0 + p_2
     p = 1.0 / p_3
     # nll = -np.mean(y * np.log(p) + (1 - y) * np.log(1 - p))   (golden_functions.py:20)
     nll_1 = np.log(p)
     nll_2 = y * nll_1
+    del nll_1
     nll_3 = 1 - y
     nll_4 = 1 - p
     nll_5 = np.log(nll_4)
     nll_6 = nll_3 * nll_5
+    del nll_5
     nll_7 = nll_2 + nll_6
+    del nll_2, nll_6
     # grad of: return nll + 0.01 * np.sum(W ** 2)   (golden_functions.py:21)
     dW_1 = 2 * W
     dW = 0.01 * dW_1
+    del dW_1
     # grad of: nll = -np.mean(y * np.log(p) + (1 - y) * np.log(1 - p))   (golden_functions.py:20)
     z_shape_1 = z_1.shape
     del z_1
@@ -39,27 +45,39 @@ def grad_logistic_regression(W, b, X, y):
     dnll_3 = dnll_2 * nll_3
     del nll_3
     dnll_4 = sum_to(dnll_3, z_shape_2)
+    del dnll_3
     dnll_5 = dnll_4 / nll_4
-    del nll_4
+    del dnll_4, nll_4
     dp = -dnll_5
+    del dnll_5
     dnll_6 = dnll_2 * y
     dnll_7 = sum_to(dnll_6, z_shape_2)
+    del dnll_6
     dp_1 = dnll_7 / p
+    del dnll_7
     dp_2 = dp + dp_1
+    del dp, dp_1
     # grad of: p = 1.0 / (1.0 + np.exp(-z))   (golden_functions.py:19)
     dp_3 = dp_2 * p
-    del p
+    del dp_2, p
     dp_4 = dp_3 / p_3
-    del p_3
+    del dp_3, p_3
     dp_5 = -dp_4
+    del dp_4
     dp_6 = dp_5 * p_2
-    del p_2
+    del dp_5, p_2
     dz = -dp_6
+    del dp_6
     # grad of: z = X @ W + b   (golden_functions.py:18)
     dz_1 = sum_to(dz, z_shape_1)
     db = sum_to(dz, b_shape_1)
+    del dz
     dW_2 = matmul_grad_b(dz_1, X, W)
+    del dz_1
     dW_3 = dW + dW_2
+    del dW, dW_2
     dW_4 = cast_like(dW_3, W)
+    del dW_3
     db_1 = cast_like(db, b)
+    del db
     return (dW_4, db_1)

@@ -12,11 +12,13 @@ def grad_mlp(W1, b1, W2, b2, X, Y):
     h_1 = X @ W1
     h_2 = h_1 + b1
     h = np.tanh(h_2)
+    del h_2
     # out = h @ W2 + b2   (golden_functions.py:26)
     out_1 = h @ W2
     out = out_1 + b2
     # return 0.5 * np.mean((out - Y) ** 2)   (golden_functions.py:27)
     out_2 = out - Y
+    del out
     out_3 = out_2 ** 2
     # grad of: return 0.5 * np.mean((out - Y) ** 2)   (golden_functions.py:27)
     out_shape_1 = out_1.shape
@@ -30,23 +32,35 @@ def grad_mlp(W1, b1, W2, b2, X, Y):
     dout_2 = 2 * out_2
     del out_2
     dout_3 = dout * dout_2
+    del dout_2
     dout_4 = sum_to(dout_3, out_shape_2)
+    del dout_3
     # grad of: out = h @ W2 + b2   (golden_functions.py:26)
     dout_5 = sum_to(dout_4, out_shape_1)
     db2 = sum_to(dout_4, b2_shape_1)
+    del dout_4
     dh = matmul_grad_a(dout_5, h, W2)
     dW2 = matmul_grad_b(dout_5, h, W2)
+    del dout_5
     # grad of: h = np.tanh(X @ W1 + b1)   (golden_functions.py:25)
     dh_1 = np.square(h)
     del h
     dh_2 = 1.0 - dh_1
+    del dh_1
     dh_3 = dh * dh_2
+    del dh, dh_2
     dh_4 = sum_to(dh_3, h_1.shape)
     del h_1
     db1 = sum_to(dh_3, b1.shape)
+    del dh_3
     dW1 = matmul_grad_b(dh_4, X, W1)
+    del dh_4
     dW1_1 = cast_like(dW1, W1)
+    del dW1
     db1_1 = cast_like(db1, b1)
+    del db1
     dW2_1 = cast_like(dW2, W2)
+    del dW2
     db2_1 = cast_like(db2, b2)
+    del db2
     return (dW1_1, db1_1, dW2_1, db2_1)

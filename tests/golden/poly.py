@@ -9,9 +9,11 @@ def grad_poly(x, y):
     # z = np.log(3 * x ** 2 + 5 * x * y)   (golden_functions.py:12)
     z_1 = x ** 2
     z_2 = 3 * z_1
+    del z_1
     z_3 = 5 * x
     z_4 = z_3 * y
     z_5 = z_2 + z_4
+    del z_2, z_4
     # grad of: z = np.log(3 * x ** 2 + 5 * x * y)   (golden_functions.py:12)
     dz = 1.0 / z_5
     del z_5
@@ -20,16 +22,25 @@ def grad_poly(x, y):
     y_shape_1 = y.shape
     z_shape_1 = broadcast_shapes(x_shape_1, y_shape_1)
     dz_2 = sum_to(dz, z_shape_1)
+    del dz
     dz_3 = dz_2 * y
     dz_4 = sum_to(dz_3, x_shape_1)
+    del dz_3
     dy_1 = dz_2 * z_3
-    del z_3
+    del dz_2, z_3
     dy = sum_to(dy_1, y_shape_1)
+    del dy_1
     dx = dz_4 * 5
+    del dz_4
     dz_5 = dz_1 * 3
+    del dz_1
     dx_1 = 2 * x
     dx_2 = dz_5 * dx_1
+    del dz_5, dx_1
     dx_3 = dx + dx_2
+    del dx, dx_2
     dx_4 = cast_like(dx_3, x)
+    del dx_3
     dy_2 = cast_like(dy, y)
+    del dy
     return (dx_4, dy_2)

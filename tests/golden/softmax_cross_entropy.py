@@ -15,11 +15,14 @@ def grad_softmax_cross_entropy(W, X, labels):
     log_probs_2 = np.sum(log_probs_1, axis=1, keepdims=True)
     log_probs_3 = np.log(log_probs_2)
     log_probs = shifted - log_probs_3
+    del shifted, log_probs_3
     # picked = log_probs[np.arange(X.shape[0]), labels]   (golden_functions.py:34)
     picked_1 = np.shape(X)[0]
     picked_2 = np.arange(picked_1)
     picked_3 = (picked_2, labels)
-    picked = log_probs[picked_2, labels]
+    del picked_2
+    picked = log_probs[picked_3]
+    del log_probs
     # grad of: return -np.mean(picked)   (golden_functions.py:35)
     dpicked_1 = np.broadcast_to(-1.0, picked.shape)
     dpicked = dpicked_1 / picked.size
@@ -38,25 +41,38 @@ def grad_softmax_cross_entropy(W, X, labels):
     dlog_probs_3 = dlog_probs_2 / log_probs_2
     del log_probs_2
     dlog_probs_4 = np.broadcast_to(dlog_probs_3, shifted_shape_2)
+    del dlog_probs_3
     dshifted_1 = dlog_probs_4 * log_probs_1
-    del log_probs_1
+    del dlog_probs_4, log_probs_1
     dshifted_2 = dshifted + dshifted_1
+    del dshifted_1
     # grad of: shifted = logits - np.max(logits, axis=1, keepdims=True)   (golden_functions.py:32)
     dlogits = sum_to(dshifted_2, logits_shape_1)
     dshifted_3 = -dshifted_2
+    del dshifted_2
     dshifted_4 = sum_to(dshifted_3, shifted_shape_1)
+    del dshifted_3
     dlogits_1 = np.broadcast_to(shifted_1, logits_shape_1)
     del shifted_1
     dlogits_2 = logits == dlogits_1
+    del dlogits_1
     dlogits_3 = np.ones_like(logits)
     del logits
     dlogits_4 = np.where(dlogits_2, dlogits_3, 0.0)
+    del dlogits_3
     dlogits_5 = np.sum(dlogits_4, axis=1, keepdims=True)
+    del dlogits_4
     dlogits_6 = np.broadcast_to(dshifted_4, logits_shape_1)
+    del dshifted_4
     dlogits_7 = dlogits_6 / dlogits_5
+    del dlogits_6, dlogits_5
     dlogits_8 = np.where(dlogits_2, dlogits_7, 0.0)
+    del dlogits_2, dlogits_7
     dlogits_9 = dlogits + dlogits_8
+    del dlogits, dlogits_8
     # grad of: logits = X @ W   (golden_functions.py:31)
     dW = matmul_grad_b(dlogits_9, X, W)
+    del dlogits_9
     dW_1 = cast_like(dW, W)
+    del dW
     return dW_1
