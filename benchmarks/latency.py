@@ -6,13 +6,13 @@
   transformed object in a process that has compiled before: the pipeline's own cost).
 - disk-cache hit: one process fills a temporary cache directory, a new process times its
   first call (hash of the sources, file checks, exec of the cached module, one call).
-  Both fresh-process measurements also give the first call minus the second call in the
-  same process: the latency beyond the gradient's own run.
 - dispatch: calling the transformed object minus calling the generated function (its
   `_impl`) directly, on the small inputs; also with `_impl` replaced by a stub, which
   isolates the overhead from the noise of the gradient itself.
 
-The fresh-process measurements run this module as a child:
+Each is wall time; the process's CPU time is recorded beside it (on a machine whose cores
+are shared with other processes, the wall time also holds the time spent waiting for a
+core). The fresh-process measurements run this module as a child:
 `python -m benchmarks.latency MODE PROBLEM` prints one JSON line.
 """
 from __future__ import annotations
@@ -37,12 +37,10 @@ def _child(mode: str, name: str) -> None:
     p = get(name)
     args = p.inputs("small")
     g = srcgrad.grad(p.loss, wrt=p.wrt)
-    t0 = time.perf_counter()
+    c0, t0 = time.process_time(), time.perf_counter()
     g(*args)
-    t1 = time.perf_counter()
-    g(*args)
-    t2 = time.perf_counter()
-    print(json.dumps({"mode": mode, "seconds": t1 - t0, "second": t2 - t1,
+    t1, c1 = time.perf_counter(), time.process_time()
+    print(json.dumps({"mode": mode, "seconds": t1 - t0, "cpu": c1 - c0,
                       "compile_count": g.compile_count}))
 
 
@@ -58,46 +56,45 @@ def _run_child(mode: str, name: str, cache_dir: str) -> dict:
 
 
 def fresh_process(problem, repeats: int) -> dict:
-    """Median seconds of the first call in a fresh process: without a disk cache, and
-    hitting a disk cache filled by another process (`hit_compiles` must be 0). The
-    `*_net` values subtract the second call's time in the same process: what the first
-    call costs beyond running the gradient."""
+    """Median seconds (wall, and the process's CPU time) of the first call in a fresh
+    process: without a disk cache, and hitting a disk cache filled by another process
+    (`hit_compiles` must be 0)."""
     nocache = [_run_child("nocache", problem.name, "") for _ in range(repeats)]
     with tempfile.TemporaryDirectory(prefix="srcgrad-bench-") as d:
         cache = os.path.join(d, "cache")
         filled = _run_child("fill", problem.name, cache)
         hits = [_run_child("hit", problem.name, cache) for _ in range(repeats)]
     return {"first_fresh": statistics.median(c["seconds"] for c in nocache),
-            "first_fresh_net": statistics.median(c["seconds"] - c["second"]
-                                                 for c in nocache),
+            "first_fresh_cpu": statistics.median(c["cpu"] for c in nocache),
+            "hit_cpu": statistics.median(h["cpu"] for h in hits),
             "fill_compiles": filled["compile_count"],
             "hit": statistics.median(h["seconds"] for h in hits),
-            "hit_net": statistics.median(h["seconds"] - h["second"] for h in hits),
             "hit_compiles": max(h["compile_count"] for h in hits)}
 
 
-def first_call_warm(problem, repeats: int) -> float:
-    """Median seconds of the first call of a new transformed object, disk cache off, in
-    this (already warm) process."""
+def first_call_warm(problem, repeats: int) -> tuple:
+    """Median seconds (wall, CPU) of the first call of a new transformed object, disk
+    cache off, in this (already warm) process."""
     import srcgrad
 
     args = problem.inputs("small")
     old = os.environ.get("SRCGRAD_CACHE_DIR")
     os.environ["SRCGRAD_CACHE_DIR"] = ""
     try:
-        times = []
+        times, cpu = [], []
         for _ in range(repeats):
             g = srcgrad.grad(problem.loss, wrt=problem.wrt)
-            t0 = time.perf_counter()
+            c0, t0 = time.process_time(), time.perf_counter()
             g(*args)
             times.append(time.perf_counter() - t0)
+            cpu.append(time.process_time() - c0)
             assert g.compile_count == 1
     finally:
         if old is None:
             del os.environ["SRCGRAD_CACHE_DIR"]
         else:
             os.environ["SRCGRAD_CACHE_DIR"] = old
-    return statistics.median(times)
+    return statistics.median(times), statistics.median(cpu)
 
 
 def dispatch(problem, repeats: int, target: float) -> dict:

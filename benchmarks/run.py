@@ -128,7 +128,8 @@ def bench_latency(problem, mode):
     d = {}
     try:
         d.update(latency.fresh_process(problem, reps))
-        d["first_warm"] = latency.first_call_warm(problem, 3 if mode == "quick" else 7)
+        d["first_warm"], d["first_warm_cpu"] = latency.first_call_warm(
+            problem, 3 if mode == "quick" else 7)
         d.update(latency.dispatch(problem, 3 if mode == "quick" else 15,
                                   0.005 if mode == "quick" else 0.02))
     except Exception as e:
@@ -169,11 +170,12 @@ def render(rows, lat, kinds, mode, argv, elapsed, load=None):
                "First call with the disk cache off (`SRCGRAD_CACHE_DIR=\"\"`): the whole "
                "pipeline and one call on the small inputs, in a fresh process (median of "
                "fresh processes) and in a warm process (a new transformed object after "
-               "others were compiled); `net` subtracts the time of the second call in "
-               "the same fresh process, leaving what the first call costs beyond running "
-               "the gradient. Disk-cache hit: one process fills a temporary "
-               "cache directory, a fresh process times its first call. `call (small)` is "
-               "the generated function's own time at the small size. Dispatch overhead: "
+               "others were compiled). Wall time, with the process's CPU time after "
+               "the slash (where other processes compete for the cores, the wall time "
+               "also counts waiting for one). Disk-cache hit: one process fills a temporary "
+               "cache directory, a fresh process times its first call. All three "
+               "include one run of the gradient on the small inputs; `call (small)` is "
+               "that run's steady time (the generated function alone). Dispatch overhead: "
                "calling the transformed object whose generated function (`_impl`) was "
                "replaced by a stub that returns at once, minus calling the stub; the last "
                "column is the plain difference between calling the transformed object and "
