@@ -41,7 +41,17 @@ def _concat_index(*shapes, index, axis):
 
 
 def _broadcast_shapes(*shapes):
-    return numpy.broadcast_shapes(*shapes)
+    """numpy's broadcasting rule on shape tuples, in plain Python (numpy.broadcast_shapes
+    builds arrays to find out, which costs more than the arithmetic it saves)."""
+    n = max(len(s) for s in shapes)
+    out = [1] * n
+    for s in shapes:
+        for i, d in enumerate(s, n - len(s)):
+            if d != 1:
+                if out[i] != 1 and out[i] != d:
+                    raise ValueError(f"shapes {shapes} cannot be broadcast together")
+                out[i] = d
+    return tuple(out)
 
 
 broadcast_shapes = defop("broadcast_shapes", _broadcast_shapes, meta=True,
@@ -147,9 +157,10 @@ def _sum_to(x, newshape):
     lead = len(xs) - len(newshape)
     if lead < 0:
         return xp.broadcast_to(x, newshape)
-    axes = tuple(range(lead)) + tuple(
-        i + lead for i, d in enumerate(newshape) if d == 1 and xs[i + lead] != 1)
-    r = xp.sum(x, axis=axes, keepdims=True) if axes else x
+    kept = tuple(i + lead for i, d in enumerate(newshape) if d == 1 and xs[i + lead] != 1)
+    if not kept:  # only leading axes to drop (a bias): one reduction, no reshape
+        return xp.sum(x, axis=tuple(range(lead))) if lead else x
+    r = xp.sum(x, axis=tuple(range(lead)) + kept, keepdims=True)
     return xp.reshape(r, newshape)
 
 
