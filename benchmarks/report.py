@@ -67,9 +67,16 @@ def _revision() -> str:
     return rev + (" with uncommitted changes in srcgrad/ or runtime/" if dirty else "")
 
 
-def machine(kinds, load=None) -> list:
-    """(label, value) pairs describing where and with what the suite ran; `load` is the
-    1-minute load average at the start of the run (compared with the end's)."""
+def start_state() -> dict:
+    """What is recorded when the run starts: the load and the commit measured."""
+    return {"load": load_average(), "revision": _revision()}
+
+
+def machine(kinds, start=None) -> list:
+    """(label, value) pairs describing where and with what the suite ran; `start` is
+    `start_state()` taken when the run began."""
+    start = start or {}
+    load = start.get("load")
     try:
         usable = len(os.sched_getaffinity(0))
     except AttributeError:
@@ -81,7 +88,7 @@ def machine(kinds, load=None) -> list:
         ("OS", platform.platform()),
         ("Python", sys.version.split()[0]),
         ("numpy", f"{np.__version__}, BLAS: {_blas()}"),
-        ("commit", _revision()),
+        ("commit", start.get("revision") or _revision()),
     ]
     env = [f"{k}={os.environ[k]}" for k in ("OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS",
                                            "OMP_NUM_THREADS", "MKL_NUM_THREADS")
