@@ -313,6 +313,21 @@ class Tensor:
     def __ne__(self, o):
         return ops.not_equal(self, o)
 
+    def __and__(self, o):
+        return ops.logical_and(self, o)
+
+    def __rand__(self, o):
+        return ops.logical_and(o, self)
+
+    def __or__(self, o):
+        return ops.logical_or(self, o)
+
+    def __ror__(self, o):
+        return ops.logical_or(o, self)
+
+    def __invert__(self):
+        return ops.logical_not(self)
+
     def __getitem__(self, idx):
         return ops.getitem(self, idx)
 

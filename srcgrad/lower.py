@@ -222,10 +222,12 @@ class Builder:
             return "list"
         if prim.meta:
             return "meta"
-        if prim.name in _CREATORS:
+        if prim.name in _CREATORS or any(isinstance(a, Var) and a.kind == "array"
+                                         for a in args):
             return "array"
-        return "array" if any(isinstance(a, Var) and a.kind == "array" for a in args) \
-            else "meta"
+        # arithmetic on shapes and ints (n // 2, x.shape[0]) stays meta; anything else made
+        # from them (broadcast_to(1.0, shape), reshape...) is an array
+        return "meta" if prim.elementwise or prim.name == "getitem" else "array"
 
     def _classes(self, prim, args, params, out):
         """Propagate same-shape / same-dtype facts (see ir.Var)."""
@@ -306,6 +308,8 @@ _BINOPS = {
     ast.Mult: (ops.multiply, operator.mul), ast.Div: (ops.divide, operator.truediv),
     ast.Pow: (ops.power, operator.pow), ast.MatMult: (ops.matmul, operator.matmul),
     ast.FloorDiv: (FLOORDIV, operator.floordiv), ast.Mod: (MOD, operator.mod),
+    # on arrays these are the boolean operators users write in masks: (x > 0) & (y < 1)
+    ast.BitAnd: (ops.logical_and, operator.and_), ast.BitOr: (ops.logical_or, operator.or_),
 }
 
 _CMPOPS = {
@@ -1012,7 +1016,9 @@ class Lowerer:
             return v
         if isinstance(node.op, ast.Not):
             return ops.logical_not(v) if _has_var(v) else not v
-        raise self.unsupported("the operator ~ is", node)
+        if isinstance(node.op, ast.Invert):
+            return ops.logical_not(v) if _has_var(v) else ~v
+        raise self.unsupported(f"the operator {type(node.op).__name__} is", node)
 
     def expr_Compare(self, node):
         left = self.expr(node.left)
@@ -1088,6 +1094,11 @@ class Lowerer:
                 return _BoundMethod(prim, obj, name)
             raise self.error(f"arrays have no supported attribute or method {name!r} here",
                              node, UnknownFunctionError)
+        if isinstance(obj, (numpy.ndarray, numpy.generic)):  # a constant: its methods are ops'
+            if name in ATTRIBUTES:
+                return ATTRIBUTES[name](obj)
+            if name in METHODS:
+                return _BoundMethod(METHODS[name], obj, name)
         try:
             return getattr(obj, name)
         except AttributeError:

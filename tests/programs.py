@@ -77,7 +77,7 @@ class ProgramWriter:
     #: (weight, method name) of statement kinds
     STATEMENTS = [(6, "stmt_assign_new"), (2, "stmt_rebind"), (1, "stmt_tuple_assign")]
 
-    def __init__(self, draw, name="f", max_statements=6, max_params=3, avoid_known_bugs=True):
+    def __init__(self, draw, name="f", max_statements=6, max_params=3, avoid_known_bugs=False):
         self.draw = draw
         self.name = name
         self.max_statements = max_statements

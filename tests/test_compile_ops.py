@@ -145,9 +145,7 @@ ELEMENTWISE = [
     (f_trig, [X34]), (f_hyperbolic, [X34]), (f_inverse_trig, [U34]), (f_exp_log, [P34]),
     (f_roots_powers, [P34]), (f_abs, [D34]), (f_sign, [D34]), (f_negative, [X34]),
     (f_abs_sign, [D34]),
-    pytest.param(f_bitwise_logic, [D34, distinct(3, 1) * 0.8], (0, 1), marks=pytest.mark.xfail(
-        strict=True, reason="lower.py: the operators &, | and ~ on boolean arrays are "
-        "refused (no BitAnd/BitOr/Invert in _BINOPS / expr_UnaryOp)")),
+    (f_bitwise_logic, [D34, distinct(3, 1) * 0.8], (0, 1)),
     (f_arith_broadcast, [X34, Y4], (0, 1)), (f_arith_broadcast, [Z134, V3[:, None]], (0, 1)),
     (f_power_both, [P34, Y4], (0, 1)), (f_ufunc_names, [X34, pos(4)], (0, 1)),
     (f_maximum_minimum, [D34, distinct(4) * 0.9], (0, 1)),
@@ -563,8 +561,6 @@ def test_every_spelled_differentiable_primitive_is_covered():
 
     for case in ALL:
         fn = (case.values if hasattr(case, "values") else case)[0]
-        if fn is f_bitwise_logic:
-            continue  # refused by the compiler (xfail above)
         walk(lower(fn)[0].eqns)
     wanted = {name for name, p in PRIMITIVES.items() if p.differentiable and not
               name.endswith(("_grad_a", "_grad_b")) and name not in NOT_SPELLED and
@@ -674,9 +670,6 @@ def test_augmented_assignment_does_not_mutate_the_argument():
     np.testing.assert_allclose(g, 2 * (x + 1))
 
 
-@pytest.mark.xfail(strict=True, reason="lower.py: a method call on a compile-time constant "
-                   "array (K.sum(), K.reshape(...)) is looked up as the bound ndarray method "
-                   "and refused as an unknown function")
 def test_method_of_constant_array():
     def f(x):
         return np.sum(x * SMALL.sum()) + np.sum(x * SMALL.reshape(2, 2).T.ravel())
@@ -699,9 +692,6 @@ def _where_on_a_scalar(x, y):
     return np.sum(np.where(x > 0, x, y))
 
 
-@pytest.mark.xfail(strict=True, reason="lower.py: Builder._kind makes broadcast_to(1.0, shape) "
-                   "(the seed spread by sum/mean's rule) a 'meta' value, so where(x > 0, g, "
-                   "0.0) inherits x's shape class and the sum_to back to x's shape is dropped")
 def test_where_condition_smaller_than_the_result():
     # x is a scalar, the result of where has y's shape (3,): the gradient must be summed
     # back to a scalar (srcgrad returned [1., 1., 1.] instead of 3.0)
