@@ -275,6 +275,8 @@ def _python_numbers_pass(eqns, out, maybe, pushed):
             elif e.prim.elementwise and e.outs and e.var_ins() and all(
                     maybe(a) for a in e.ins):
                 out.add(e.outs[0].id)
+            elif name == "sum_to" and maybe(e.ins[0]):  # returns a number it is given as is
+                out.add(e.outs[0].id)
             for b in e.blocks():
                 _python_numbers_pass(b.eqns, out, maybe, pushed)
 
