@@ -45,7 +45,7 @@ class AccumulateGrad:
         return "AccumulateGrad"
 
     def __repr__(self):
-        return f"<AccumulateGrad>"
+        return "<AccumulateGrad>"
 
 
 class Node:

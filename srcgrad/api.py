@@ -14,7 +14,7 @@ import inspect
 import os
 import sys
 import weakref
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import numpy as np
 
@@ -24,7 +24,7 @@ from . import cache as _cache
 from .codegen import FunctionCode, emit_module
 from .errors import WrtError
 from .frontend import parse_function
-from .ir import Graph, Var
+from .ir import Graph, Var, iter_vars
 from .lower import SCALAR, lower, staging
 from .optimize import optimize
 from .reverse import reverse
@@ -325,12 +325,6 @@ class _CompiledBase:
         return functools.partial(self, obj)
 
 
-def _flat_vars(obj):
-    if isinstance(obj, Var):
-        return [obj]
-    if isinstance(obj, (tuple, list)):
-        return [v for o in obj for v in _flat_vars(o)]
-    return []
 
 
 def _lookup_const(fun, name):
@@ -388,7 +382,7 @@ class VJPFunction(_CompiledBase):
                              (out, _Raw("pullback")), named, prologue=prologue)
         outer.nested = (inner, len(eqns[:first_bwd]))
         outer.keep = {v.id for e in eqns[first_bwd:] for v in e.var_ins()} | \
-            {v.id for v in _flat_vars(grads)}
+            {v.id for v in iter_vars(grads)}
         return outer
 
 

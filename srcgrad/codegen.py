@@ -17,7 +17,7 @@ import numpy
 from runtime.ops import helpers as _helpers
 from runtime.ops.core import literal
 
-from .ir import Block, Eqn, Var
+from .ir import Eqn, Var, iter_vars
 
 __all__ = ["FunctionCode", "emit_module", "index_source"]
 
@@ -163,20 +163,11 @@ def _uses(eqns, returns, count=None):
                 count[v.id] = count.get(v.id, 0) + 1
         for b in e.blocks():
             _uses(b.eqns, b.outs, count)
-    for v in _iter_vars(returns):
+    for v in iter_vars(returns):
         count[v.id] = count.get(v.id, 0) + 1
     return count
 
 
-def _iter_vars(obj):
-    if isinstance(obj, Var):
-        yield obj
-    elif isinstance(obj, (tuple, list)):
-        for o in obj:
-            yield from _iter_vars(o)
-    elif isinstance(obj, dict):
-        for o in obj.values():
-            yield from _iter_vars(o)
 
 
 def _render_return(em: _Emitter, obj) -> str:
@@ -207,7 +198,7 @@ def _emit_function(fc: FunctionCode, namer: _Namer, em: _Emitter, inputs, indent
         namer.names.setdefault(v.id, v.hint)
         namer.used.add(namer.names[v.id])
     uses = _uses(fc.eqns, fc.returns)
-    returned = {v.id for v in _iter_vars(fc.returns)}
+    returned = {v.id for v in iter_vars(fc.returns)}
     lines.append(f"{indent}def {fc.name}({fc.params}):")
     body = indent + "    "
     if fc.docstring:

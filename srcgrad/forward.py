@@ -17,7 +17,7 @@ from runtime import ops
 from runtime.ops import apply_jvp
 
 from .ir import Block, Eqn, Graph, Var
-from .lower import COND, FOR, POP, PUSH, WHILE, Builder, staging
+from .lower import COND, POP, PUSH, Builder, staging
 
 __all__ = ["jvp_graph"]
 

@@ -20,7 +20,7 @@ import numbers
 
 from runtime.ops.core import Primitive
 
-from .ir import Block, Eqn, Var
+from .ir import Block, Eqn, Var, iter_vars
 
 __all__ = ["FUSED", "CUDA", "fuse_graph", "cuda_expr"]
 
@@ -71,7 +71,7 @@ def fuse_graph(eqns: list, outputs, counter=None) -> list:
     """Replace runs of elementwise equations by `fused` equations (nested blocks too)."""
     counter = counter if counter is not None else [0]
     later_reads = []  # for each position: ids read at or after it (by eqns or outputs)
-    acc = set(_reads([], _flatten(outputs)))
+    acc = set(_reads([], list(iter_vars(outputs))))
     for e in reversed(eqns):
         acc = acc | {v.id for v in e.var_ins()}
         later_reads.append(acc)
@@ -82,7 +82,7 @@ def fuse_graph(eqns: list, outputs, counter=None) -> list:
     def close(end):
         if len(run) >= 2:
             out.append(_region(run, later_reads[end] if end < len(eqns) else
-                               set(_reads([], _flatten(outputs))), counter))
+                               set(_reads([], list(iter_vars(outputs)))), counter))
         else:
             out.extend(run)
         run.clear()
@@ -99,14 +99,6 @@ def fuse_graph(eqns: list, outputs, counter=None) -> list:
     return out
 
 
-def _flatten(o):
-    if isinstance(o, Var):
-        return [o]
-    if isinstance(o, (tuple, list)):
-        return [v for x in o for v in _flatten(x)]
-    if isinstance(o, dict):
-        return [v for x in o.values() for v in _flatten(x)]
-    return []
 
 
 def _region(run, read_after: set, counter) -> Eqn:

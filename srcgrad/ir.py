@@ -18,7 +18,7 @@ from typing import Any, Optional
 
 from runtime.ops.core import Primitive, literal
 
-__all__ = ["Var", "Eqn", "Graph", "Block", "Loc", "IRError", "free_vars"]
+__all__ = ["Var", "Eqn", "Graph", "Block", "Loc", "IRError", "free_vars", "iter_vars"]
 
 _ids = itertools.count()
 
@@ -40,6 +40,18 @@ class Loc:
         import os
 
         return f"{os.path.basename(self.filename)}:{self.lineno}"
+
+
+def iter_vars(obj):
+    """The Vars in a (nested) output structure: a Var, tuples, lists and dicts of them."""
+    if isinstance(obj, Var):
+        yield obj
+    elif isinstance(obj, (tuple, list)):
+        for o in obj:
+            yield from iter_vars(o)
+    elif isinstance(obj, dict):
+        for o in obj.values():
+            yield from iter_vars(o)
 
 
 def _ops():

@@ -20,7 +20,7 @@ import numpy
 from runtime import ops
 from runtime.ops.core import literal
 
-from .ir import Eqn, Graph, Var
+from .ir import Eqn, Graph, Var, iter_vars
 from .lower import SCALAR
 
 __all__ = ["optimize", "PASSES"]
@@ -62,7 +62,6 @@ def _simplify(e: Eqn, c: _Ctx):
     """A replacement value for e's output, or _KEEP."""
     n = e.prim.name
     ins = e.ins
-    out = e.outs[0]
     if n == "add":
         a, b = ins
         if _is_const(b, 0) and isinstance(a, Var) and a.kind == "array":
@@ -176,7 +175,7 @@ def optimize(graph: Graph, named: set | None = None, passes=PASSES, keep=()) -> 
         outputs = run.res_tree(outputs)
         changed = run.changed
         if "dce" in passes:
-            live = {v.id for v in _vars(outputs)} | {v.id for v in keep}
+            live = {v.id for v in iter_vars(outputs)} | {v.id for v in keep}
             before = _count(eqns)
             eqns = _dce(eqns, live)
             changed = changed or _count(eqns) != before
@@ -339,13 +338,3 @@ def _move_name(old: Var, new, named: set, phase: str = "fwd", producer=None):
         new.hint = old.hint
         named.add(new.id)
 
-
-def _vars(obj):
-    if isinstance(obj, Var):
-        yield obj
-    elif isinstance(obj, (tuple, list)):
-        for o in obj:
-            yield from _vars(o)
-    elif isinstance(obj, dict):
-        for o in obj.values():
-            yield from _vars(o)

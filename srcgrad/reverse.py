@@ -21,8 +21,8 @@ from __future__ import annotations
 from runtime import ops
 from runtime.ops import apply_vjp
 
-from .ir import Block, Eqn, Graph, Var, free_vars
-from .lower import COND, FOR, NEWSTACK, POP, PUSH, WHILE, Builder, staging
+from .ir import Block, Eqn, Graph, Var
+from .lower import COND, FOR, NEWSTACK, POP, PUSH, Builder, staging
 
 __all__ = ["activity", "reverse"]
 
