@@ -599,6 +599,16 @@ def test_jacobian_with_respect_to_the_second_argument():
         close(J, np.diag(np.sin(x)), mode, 1e-15, 0)
 
 
+@pytest.mark.xfail(
+    strict=True, raises=AttributeError,
+    reason="JVPFunction has no as_float prologue: a Python-float argument that is not "
+           "differentiated reaches generated tangent code that calls .shape on it")
+def test_forward_jacobian_with_a_python_float_argument():
+    x = np.array([0.1, 0.2])
+    J = srcgrad.jacobian(scaled, mode="fwd")(x, 0.5)
+    close(J, np.diag(0.5 * np.cos(x)), "fwd", 1e-15, 0)
+
+
 def test_jacobian_mode_is_checked():
     with pytest.raises(ValueError, match="mode"):
         srcgrad.jacobian(scaled, mode="both")
@@ -654,6 +664,33 @@ def softplus_from_out(x):
 @softplus_from_out.defvjp
 def _softplus_from_out_vjp(g, out, x):
     return g * (1.0 - np.exp(-out))  # sigmoid(x) == 1 - exp(-softplus(x))
+
+
+@srcgrad.primitive
+def hypot_op(x, y):
+    return np.sqrt(x * x + y * y)
+
+
+@hypot_op.defvjp
+def _hypot_op_vjp(g, out, x, y):
+    r = np.sqrt(x * x + y * y)
+    return g * x / r, g * y / r  # one cotangent per input
+
+
+@hypot_op.defjvp
+def _hypot_op_jvp(tangents, out, x, y):
+    tx, ty = tangents  # None where an input has no tangent
+    r = np.sqrt(x * x + y * y)
+    t = 0.0
+    if tx is not None:
+        t = t + tx * x / r
+    if ty is not None:
+        t = t + ty * y / r
+    return t
+
+
+def uses_hypot_op(x, y):
+    return np.sum(hypot_op(x, y) * x)
 
 
 def uses_log1pexp(x, w):
@@ -747,6 +784,27 @@ def test_custom_primitive_with_a_jvp_rule_under_forward_mode_and_hessian():
           1e-6, 1e-9)
     d2 = srcgrad.grad(srcgrad.grad(uses_log1pexp, wrt=0), wrt=0)(0.3, 1.2)
     close(d2, _dsigmoid(0.36) * 1.2 ** 3, "grad of grad", 1e-12, 0)
+
+
+def test_custom_primitive_with_two_inputs():
+    x, y = np.array([1.0, 2.0, -0.5]), np.array([0.5, -1.0, 2.0])
+    gx, gy = srcgrad.grad(uses_hypot_op, wrt=(0, 1))(x, y)
+    close(gx, finite_differences(uses_hypot_op, [x, y], 0), "x vs fd", 1e-6, 1e-9)
+    close(gy, finite_differences(uses_hypot_op, [x, y], 1), "y vs fd", 1e-6, 1e-9)
+    tx, ty = tape_grads(uses_hypot_op, [x, y], [0, 1])
+    close(gx, tx, "x vs tape", 1e-12, 1e-15)
+    close(gy, ty, "y vs tape", 1e-12, 1e-15)
+    # a broadcast operand: the cotangent is summed back to its shape where the rule is applied
+    gy0 = srcgrad.grad(uses_hypot_op, wrt=1)(x, np.array(0.7))
+    assert np.shape(gy0) == ()
+    close(gy0, finite_differences(uses_hypot_op, [x, np.array(0.7)], 1), "broadcast y",
+          1e-6, 1e-9)
+    # the JVP rule sees None for an input without a tangent
+    _, t = srcgrad.jvp(uses_hypot_op, (x, y), (None, np.ones(3)))
+    close(t, np.sum(gy), "jvp along y", 1e-12, 1e-15)
+    H = srcgrad.hessian(uses_hypot_op, wrt=1)(x, y)
+    g1 = srcgrad.grad(uses_hypot_op, wrt=1)
+    close(H, fd_derivative(lambda yy: g1(x, yy), y), "hessian w.r.t. y vs fd")
 
 
 def test_custom_primitive_without_a_vjp_rule_names_the_op_and_the_line():
