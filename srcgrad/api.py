@@ -136,8 +136,24 @@ class _CompiledBase:
 
     def _build(self, fused: bool = False):
         """Run the pipeline: (source, meta) of the generated module, and the IR. With
-        `fused`, runs of elementwise work become kernels (see srcgrad.fusion)."""
-        graph, src, consts = lower(self.fun)
+        `fused`, runs of elementwise work become kernels (see srcgrad.fusion). grad and
+        value_and_grad of several arguments also get a fast path: a second function for
+        calls whose `wrt` arguments are float arrays of one shape and dtype, in which no
+        broadcasting is undone and no dtype is cast (a cheap guard picks it)."""
+        text, meta, opt = self._build_one(fused)
+        if self.kind in ("grad", "value_and_grad") and len(self.wrt_index) > 1 and not fused:
+            fast_text, fast_meta, _ = self._build_one(False, same=True)
+            text = _with_fast_path(text, fast_text, meta["entry"], fast_meta["entry"],
+                                   self._param_names(), self.wrt_index)
+            meta["consts"] = sorted(set(meta["consts"]) | set(fast_meta["consts"]))
+        return text, meta, opt
+
+    def _param_names(self):
+        return [(p.name, p.kind == p.KEYWORD_ONLY)
+                for p in inspect.signature(self.fun).parameters.values()]
+
+    def _build_one(self, fused: bool = False, same: bool = False):
+        graph, src, consts = lower(self.fun, same=self.wrt_index if same else ())
         wrt = [graph.inputs[i] for i in self.wrt_index]
         result = graph.outputs[0]
         if self.has_aux:
@@ -158,9 +174,9 @@ class _CompiledBase:
 
             opt.eqns = fuse_graph(opt.eqns, opt.outputs)
         returns = opt.outputs[0]
-        fname = f"{self.kind}_{self.fun.__name__}"
-        prologue = [f"{graph.inputs[i].hint} = as_float({graph.inputs[i].hint})"
-                    for i in self.wrt_index]
+        fname = f"{self.kind}_{self.fun.__name__}" + ("_same_shapes" if same else "")
+        prologue = [] if same else [f"{graph.inputs[i].hint} = as_float({graph.inputs[i].hint})"
+                                    for i in self.wrt_index]
         fc = self._function_code(fname, src, opt, returns, b.named, prologue, check, nested)
         fc.floats = {graph.inputs[i].id for i in self.wrt_index}
         if self._extra:  # plain positional parameters: the wrapper binds the user's call
@@ -325,6 +341,40 @@ class _CompiledBase:
         return functools.partial(self, obj)
 
 
+
+
+def _with_fast_path(text, fast_text, entry, fast_entry, params, wrt) -> str:
+    """One module: the general function, guarded to call the fast one when it applies."""
+    names = [n for n, _ in params]
+    ws = [names[i] for i in wrt]
+    parts = ([" and ".join(f"type({w}) is ndarray" for w in ws) +
+              f" and {ws[0]}.dtype.kind == 'f'"] +
+             [f"{w}.shape == {ws[0]}.shape and {w}.dtype == {ws[0]}.dtype" for w in ws[1:]])
+    cond = "\n            and ".join(parts)
+    args = ", ".join(f"{n}={n}" if kw else n for n, kw in params)
+    guard = (f"    if ({cond}):\n"
+             f"        return {fast_entry}({args})  # one shape, one dtype: nothing to undo\n")
+    head, sep, body = text.partition(f"def {entry}(")
+    line_end = body.index("\n") + 1
+    general = head + sep + body[:line_end] + guard + body[line_end:]
+    imports = set()
+    for t in (text, fast_text):
+        for ln in t.splitlines():
+            if ln.startswith("from runtime.ops.helpers import "):
+                imports.update(x.strip() for x in ln.split("import ", 1)[1].split(","))
+    fast_def = fast_text[fast_text.index("def "):]
+    lines = general.splitlines()
+    for k, ln in enumerate(lines):
+        if ln.startswith("from runtime.ops.helpers import "):
+            lines[k] = f"from runtime.ops.helpers import {', '.join(sorted(imports))}"
+            break
+    else:
+        if imports:
+            at = next(k for k, ln in enumerate(lines) if ln.startswith("import numpy"))
+            lines.insert(at + 1, f"from runtime.ops.helpers import {', '.join(sorted(imports))}")
+    at = next(k for k, ln in enumerate(lines) if ln.startswith("import numpy"))
+    lines.insert(at + 1, "from numpy import ndarray")
+    return "\n".join(lines).rstrip("\n") + "\n\n\n" + fast_def
 
 
 def _lookup_const(fun, name):

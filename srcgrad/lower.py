@@ -1308,9 +1308,11 @@ def _hashable(f) -> bool:
     return True
 
 
-def lower(fn, wrt_names=None) -> tuple[Graph, Source, dict]:
+def lower(fn, same=()) -> tuple[Graph, Source, dict]:
     """Lower `fn` to a Graph whose inputs are its parameters and whose outputs are its
-    return value (flattened: see `Graph.outputs`). Returns (graph, source, consts)."""
+    return value (flattened: see `Graph.outputs`). Returns (graph, source, consts).
+    The parameters at the indices `same` are taken to have one shape and one dtype (for
+    the fast path that runs when a call's arguments do)."""
     src = parse_function(fn)
     a = src.tree.args
     low = Lowerer(src, Builder(), {}, (fn.__code__,), {})
@@ -1319,6 +1321,8 @@ def lower(fn, wrt_names=None) -> tuple[Graph, Source, dict]:
         raise low.unsupported("*args and **kwargs parameters are", node)
     params = [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs]
     inputs = [Var(p, "array") for p in params]
+    for i in same:
+        inputs[i].sclass, inputs[i].dclass = ("same",), ("same",)
     low.env.update(zip(params, inputs))
     with staging(low.b):
         try:

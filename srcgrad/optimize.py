@@ -196,6 +196,9 @@ class _Run:
         self.subst: dict[int, object] = {}
         self.changed = False
         self.shape_alias: dict[int, Var] = _SHAPE_ALIAS
+        from .lower import Builder
+
+        self.facts = Builder()  # only its shape/dtype class rules are used
         self.shape_source: dict[int, Var] = {}
 
     def res(self, v):
@@ -234,6 +237,10 @@ class _Run:
             out = e.outs[0]
             if e.prim.name == "shape" and isinstance(e.ins[0], Var):
                 self.shape_source[out.id] = e.ins[0]
+            # with simpler inputs the shape and dtype facts may now be provable
+            self.facts.shape_source = dict(self.shape_source)
+            self.facts.shape_source.update(self.shape_alias)
+            self.facts._classes(e.prim, e.ins, e.params, out)
             if "simplify" in self.passes:
                 scratch = Builder()
                 scratch.loc, scratch.phase, scratch.hint = e.loc, e.phase, out.hint

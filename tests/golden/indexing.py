@@ -28,6 +28,7 @@ def grad_indexing(x, idx):
     del out_7
     x_shape_1 = x.shape
     dx = scatter_add(dout, (0, 0), x_shape_1)
+    del dout
     rows_shape_1 = rows.shape
     out_shape_1 = out_3.shape
     out_shape_2 = broadcast_shapes(rows_shape_1, out_shape_1)
@@ -37,13 +38,13 @@ def grad_indexing(x, idx):
     drows = sum_to(drows_1, rows_shape_1)
     del drows_1
     dout_2 = dout_1 * rows
-    del rows
+    del dout_1, rows
     dout_3 = sum_to(dout_2, out_shape_1)
     del dout_2
     dx_1 = scatter_add(dout_3, -1, x_shape_1)
     del dout_3
     dx_2 = dx + dx_1
-    del dx_1
+    del dx, dx_1
     dhead = 2 * head
     del head
     # grad of: rows = x[idx]   (golden_functions.py:40)

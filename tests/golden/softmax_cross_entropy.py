@@ -26,7 +26,7 @@ def grad_softmax_cross_entropy(W, X, labels):
     # grad of: return -np.mean(picked)   (golden_functions.py:35)
     dpicked_1 = np.broadcast_to(-1.0, picked.shape)
     dpicked = dpicked_1 / picked.size
-    del picked
+    del dpicked_1, picked
     # grad of: picked = log_probs[np.arange(X.shape[0]), labels]   (golden_functions.py:34)
     logits_shape_1 = logits.shape
     shifted_shape_1 = shifted_1.shape
@@ -34,18 +34,21 @@ def grad_softmax_cross_entropy(W, X, labels):
     log_probs_shape_1 = log_probs_2.shape
     log_probs_shape_2 = broadcast_shapes(shifted_shape_2, log_probs_shape_1)
     dlog_probs = scatter_add(dpicked, picked_3, log_probs_shape_2)
+    del dpicked
     # grad of: log_probs = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))   (golden_functions.py:33)
     dshifted = sum_to(dlog_probs, shifted_shape_2)
     dlog_probs_1 = -dlog_probs
+    del dlog_probs
     dlog_probs_2 = sum_to(dlog_probs_1, log_probs_shape_1)
+    del dlog_probs_1
     dlog_probs_3 = dlog_probs_2 / log_probs_2
-    del log_probs_2
+    del dlog_probs_2, log_probs_2
     dlog_probs_4 = np.broadcast_to(dlog_probs_3, shifted_shape_2)
     del dlog_probs_3
     dshifted_1 = dlog_probs_4 * log_probs_1
     del dlog_probs_4, log_probs_1
     dshifted_2 = dshifted + dshifted_1
-    del dshifted_1
+    del dshifted, dshifted_1
     # grad of: shifted = logits - np.max(logits, axis=1, keepdims=True)   (golden_functions.py:32)
     dlogits = sum_to(dshifted_2, logits_shape_1)
     dshifted_3 = -dshifted_2
