@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+import marshal
 import linecache
 import os
 import stat
@@ -53,6 +54,10 @@ def _describe(value, seen: set, depth: int = 0) -> str:
         return f"array-by-name{value.dtype}"
     if isinstance(value, types.FunctionType):
         return _function_text(value, seen, depth + 1)
+    rules = getattr(value, "rules", None)
+    if isinstance(rules, dict) and hasattr(value, "fun"):  # a custom op: body and rules
+        return "op:" + "|".join([_function_text(value.fun, seen, depth + 1)] + [
+            f"{k}={_function_text(r, seen, depth + 1)}" for k, r in sorted(rules.items())])
     mod = getattr(value, "__name__", None)
     return f"{type(value).__name__}:{mod}"
 
@@ -63,11 +68,10 @@ def _function_text(fn, seen: set, depth: int = 0) -> str:
     if code is None or code in seen or depth > 50:
         return f"fn:{getattr(fn, '__qualname__', '?')}"
     seen.add(code)
-    try:
-        src = inspect.getsource(fn)
-    except (OSError, TypeError):
-        src = f"<no source {fn.__qualname__}>"
-    parts = [src, f"@{code.co_filename}:{code.co_firstlineno}"]
+    # the compiled code object stands for the source (cheaper than re-reading the file):
+    # it changes with every change of code, names, constants or line numbers
+    parts = [hashlib.sha256(marshal.dumps(code)).hexdigest(),
+             f"@{code.co_filename}:{code.co_firstlineno}"]
     names = set()
     stack = [code]
     while stack:
@@ -89,10 +93,32 @@ def _function_text(fn, seen: set, depth: int = 0) -> str:
     return "\n".join(parts)
 
 
+_COMPILER_ID = None
+
+
+def _compiler_id() -> str:
+    """The compiler's own files (size and modification time): generated code from another
+    build of srcgrad or runtime is never reused, version bump or not."""
+    global _COMPILER_ID
+    if _COMPILER_ID is None:
+        import runtime
+
+        parts = []
+        for pkg in (os.path.dirname(__file__), os.path.dirname(runtime.__file__)):
+            for root, _, files in os.walk(pkg):
+                for f in sorted(files):
+                    if f.endswith(".py"):
+                        st = os.stat(os.path.join(root, f))
+                        parts.append(f"{f}:{st.st_size}:{st.st_mtime_ns}")
+        _COMPILER_ID = hashlib.sha256("|".join(sorted(parts)).encode()).hexdigest()
+    return _COMPILER_ID
+
+
 def cache_key(fn, options: dict) -> str:
     """Hex sha256 of everything the generated source depends on."""
     h = hashlib.sha256()
-    h.update(f"{VERSION}|{sys.version_info[:2]}|{sorted(options.items())!r}\n".encode())
+    h.update(f"{VERSION}|{_compiler_id()}|{sys.version_info[:2]}|"
+             f"{sorted(options.items())!r}\n".encode())
     h.update(_function_text(fn, set()).encode())
     return h.hexdigest()
 

@@ -23,8 +23,8 @@ __all__ = ["jvp_graph"]
 
 
 def _like(v: Var) -> Var:
-    """A tangent Var for `v`: same shape and dtype class."""
-    return Var("t" + v.hint, "array", v.sclass, v.dclass)
+    """A tangent Var for `v`: same shape and dtype class (a list's tangent is a list)."""
+    return Var("t" + v.hint, "list" if v.kind == "list" else "array", v.sclass, v.dclass)
 
 
 class _Forward:
@@ -69,6 +69,11 @@ class _Forward:
                     tan[o.id] = t
 
     def _zero(self, v):
+        if isinstance(v, Var) and v.kind == "list":
+            from .lower import LIST_ZEROS
+
+            self.b.hint = "t" + v.hint
+            return self.b.stage(LIST_ZEROS, [v], {})
         if isinstance(v, Var):
             self.b.hint = "t" + v.hint
             return ops.zeros_like(v)

@@ -106,9 +106,33 @@ LIST_FROM = Primitive("list_from", lambda *items: list(items), vjps=(vjp_list_fr
 LIST_APPEND = Primitive("list_append", _list_append,
                         vjps=(vjp_list_append_list, vjp_list_append_item), nondiff=(2,),
                         spell=lambda i, p, d: f"{i[0]}.append({i[1]})")
+LIST_ZEROS = Primitive("list_zeros", lambda lst: [numpy.zeros_like(e) for e in lst], meta=True,
+                       spell=lambda i, p, d: f"[np.zeros_like(e) for e in {i[0]}]")
+
+
+def jvp_list_from(tangents, out, *items):
+    return LIST_FROM(*[ops.zeros_like(x) if t is None else t
+                       for t, x in zip(tangents, items)])
+
+
+def jvp_list_append(tangents, out, lst, item, pos):
+    t_lst, t_item, _ = tangents
+    if t_lst is None:
+        t_lst = current_builder().stage(LIST_ZEROS, [lst], {})
+    if t_item is None:
+        t_item = ops.zeros_like(item)
+    return LIST_APPEND(t_lst, t_item, pos)
+
+
+def jvp_stack_list(tangents, out, lst, axis=0):
+    return STACK_LIST(tangents[0], axis=axis)
+
+
 STACK_LIST = Primitive("stack_list", None, vjps=(vjp_stack_list,),
                        spell=lambda i, p, d: f"np.stack({i[0]}" + (
                            f", axis={p['axis']!r})" if p.get("axis", 0) else ")"))
+
+LIST_FROM.jvp, LIST_APPEND.jvp, STACK_LIST.jvp = jvp_list_from, jvp_list_append, jvp_stack_list
 
 _CREATORS = {"zeros", "ones", "full", "eye", "arange", "zeros_like", "ones_like",
              "list_from"}
@@ -218,7 +242,7 @@ class Builder:
 
     @staticmethod
     def _kind(prim, args):
-        if prim.name in ("list_from", "list_append"):
+        if prim.name in ("list_from", "list_append", "list_zeros"):
             return "list"
         if prim.meta:
             return "meta"

@@ -27,7 +27,8 @@ __all__ = ["optimize", "PASSES"]
 
 PASSES = ("simplify", "fold", "cse", "dce")
 _KEEP = object()
-_CREATORS = {"zeros", "ones", "full", "eye", "arange", "zeros_like", "ones_like"}
+_CREATORS = {"zeros", "ones", "full", "eye", "arange", "zeros_like", "ones_like", "list_from",
+             "list_zeros"}
 
 
 def _is_const(v, value=None) -> bool:

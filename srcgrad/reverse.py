@@ -317,7 +317,7 @@ class _Reverser:
         if not counted and index is not None:
             mapping[index.id] = rev_index
         if at_start or at_end:
-            stack = Var(f"{(carry[act[0]].hint)}_stack", "meta")
+            stack = Var(f"{(carry[act[0]].hint)}_stack", "stack")
             stack_eqn = Eqn(NEWSTACK, [], [stack], {}, e.loc, "fwd")
             # a push and its pop share a tag (forward mode pairs their tangents by it)
             if at_start:

@@ -12,7 +12,7 @@
 - `show(mode="jvp")`, the scalar-output check of `hessian`;
 - custom primitives (`srcgrad.primitive`, `defvjp`, `defjvp`) in compiled code and on the
   tape, and their errors; `stop_gradient`.
-Known bugs are kept as strict xfail tests, each with its one-line diagnosis.
+Each bug these tests found has a test of its own here (they were strict xfails until fixed).
 """
 from __future__ import annotations
 
@@ -280,10 +280,6 @@ def sum_sin(x):
     return np.sum(np.sin(x))
 
 
-@pytest.mark.xfail(
-    strict=True, raises=ValueError,
-    reason="NestedGradFunction.__call__ stores impl()'s (1,)-shaped result in a scalar slot "
-           "(flat[k] = ...): numpy 2 refuses it")
 def test_nested_grad_of_a_size_one_array():
     """x of shape (1,): the inner gradient has one element, which grad of grad accepts."""
     got = srcgrad.grad(srcgrad.grad(sum_sin))(np.array([0.7]))
@@ -448,10 +444,6 @@ def rnn_loss(w, xs):
     return np.sum(np.stack(hs) ** 2)
 
 
-@pytest.mark.xfail(
-    strict=True, raises=srcgrad.SrcgradError,
-    reason="forward mode has no rule for list_append: lists grown in a loop (append + "
-           "np.stack) cannot be differentiated twice")
 def test_second_derivative_through_a_list_grown_in_a_loop():
     xs = np.array([0.1, -0.3, 0.5])
     d1 = srcgrad.grad(rnn_loss)
@@ -492,7 +484,7 @@ def test_jvp_and_vjp_satisfy_the_inner_product_identity(program_dir, program):
     """<u, J t> == <J^T u, t> for random straight-line programs (scalar output: u is a
     scalar cotangent), with tangents on every parameter."""
     fn = getattr(program.load(program_dir), program.name)
-    # Python-float parameters go in as 0-d arrays: see the xfail test below for floats
+    # parameters go in as 0-d arrays here; Python floats have a test of their own below
     args = [np.asarray(a, dtype=np.float64) for a in program.args]
     rng = np.random.default_rng(len(program.source))
     ts = [rng.standard_normal(a.shape) for a in args]
@@ -514,10 +506,6 @@ def add_and_sum(a, b):
     return np.sum(v)
 
 
-@pytest.mark.xfail(
-    strict=True, raises=AttributeError,
-    reason="JVPFunction has no as_float prologue: generated tangent code calls .shape on a "
-           "Python-float primal")
 def test_jvp_accepts_python_float_primals():
     out, tout = srcgrad.jvp(add_and_sum, (np.ones(3), 0.5), (np.ones(3), 1.0))
     close(out, 4.5, "value", 0, 0)
@@ -563,11 +551,6 @@ JAC_CASES = [
     ("scalar_out", rosenbrock, _rng_x(23, 4)),
     ("loop", jac_loop, _rng_x(24, 3)),
 ]
-PULLBACK_BUG = pytest.mark.xfail(
-    strict=True, raises=IndexError,
-    reason="a VJP pullback of a function with a loop pops the forward pass's stack, so "
-           "calling it a second time raises IndexError (jacobian(mode='rev') does)")
-
 
 @pytest.mark.parametrize("name, fn, x", JAC_CASES, ids=[c[0] for c in JAC_CASES])
 def test_forward_jacobian(name, fn, x):
@@ -578,7 +561,7 @@ def test_forward_jacobian(name, fn, x):
 
 
 @pytest.mark.parametrize("name, fn, x", [
-    pytest.param(*c, marks=PULLBACK_BUG if c[0] == "loop" else ()) for c in JAC_CASES],
+    pytest.param(*c) for c in JAC_CASES],
     ids=[c[0] for c in JAC_CASES])
 def test_reverse_jacobian_matches_forward(name, fn, x):
     Jr = srcgrad.jacobian(fn, mode="rev")(x)
@@ -599,10 +582,6 @@ def test_jacobian_with_respect_to_the_second_argument():
         close(J, np.diag(np.sin(x)), mode, 1e-15, 0)
 
 
-@pytest.mark.xfail(
-    strict=True, raises=AttributeError,
-    reason="JVPFunction has no as_float prologue: a Python-float argument that is not "
-           "differentiated reaches generated tangent code that calls .shape on it")
 def test_forward_jacobian_with_a_python_float_argument():
     x = np.array([0.1, 0.2])
     J = srcgrad.jacobian(scaled, mode="fwd")(x, 0.5)
@@ -614,7 +593,6 @@ def test_jacobian_mode_is_checked():
         srcgrad.jacobian(scaled, mode="both")
 
 
-@PULLBACK_BUG
 def test_a_pullback_can_be_called_twice():
     x = np.array([0.1, 0.2])
     _, pullback = srcgrad.vjp(jac_loop, x)
@@ -838,10 +816,6 @@ def test_custom_rule_reading_out_in_compiled_code():
     close(srcgrad.grad(uses_softplus_from_out)(x), _sigmoid(x), "grad", 1e-12, 1e-12)
 
 
-@pytest.mark.xfail(
-    strict=True, raises=TypeError,
-    reason="CustomPrimitive is made with reads_out=False, so the tape's node keeps no output "
-           "and a rule reading `out` gets None")
 def test_custom_rule_reading_out_on_the_tape():
     x = np.array([-3.0, 0.0, 2.0])
     (g,) = tape_grads(uses_softplus_from_out, [x], [0])
@@ -867,10 +841,6 @@ def loss(x):
 '''
 
 
-@pytest.mark.xfail(
-    strict=True, raises=AssertionError,
-    reason="the disk-cache key describes a custom op by its name only, so gradient code "
-           "staged from an edited rule is served stale")
 def test_editing_a_custom_rule_invalidates_the_disk_cache(tmp_path):
     path = tmp_path / "edited_rule.py"
 

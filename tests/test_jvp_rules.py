@@ -52,14 +52,9 @@ def _fd(s, args, direction):
 
 JVP_SPECS = [s for s in T.DIFF_SPECS if _tangent_slots(s)]
 
-ASTYPE_BUG = pytest.mark.xfail(
-    strict=True, raises=TypeError,
-    reason="astype has no nondiff=(1,): jvp_linear passes zeros_like(dtype) (a '<U7' array) "
-           "as the dtype argument")
-
 
 def _params(specs):
-    return [pytest.param(s, id=s.id, marks=ASTYPE_BUG if s.prim == "astype" else ())
+    return [pytest.param(s, id=s.id, marks=())
             for s in specs]
 
 

@@ -37,8 +37,9 @@ class CustomPrimitive(Primitive):
         n = len([p for p in inspect.signature(fun).parameters.values()
                  if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY,
                                                          p.POSITIONAL_OR_KEYWORD)])
-        super().__init__(fun.__name__, fun, vjps=(), broadcasts=True,
+        super().__init__(fun.__name__, fun, vjps=(), broadcasts=True, reads_out=True,
                          spell=call(fun.__name__))
+        self.rules = {}  # "vjp"/"jvp" -> the user's rule (the disk cache key reads them)
         self.custom = True
         self.fun = fun
         self.arity = n
@@ -65,11 +66,13 @@ class CustomPrimitive(Primitive):
             return vjp
 
         self.vjps = tuple(per_input(i) for i in range(max(self.arity, 1)))
+        self.rules["vjp"] = rule
         return rule
 
     def defjvp(self, rule):
         """Attach the forward-mode rule `(tangents, out, *inputs) -> output tangent`."""
         self.jvp = rule
+        self.rules["jvp"] = rule
         return rule
 
     def __repr__(self):

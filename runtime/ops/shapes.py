@@ -258,7 +258,8 @@ scatter_add = defop("scatter_add", _scatter_add, vjp_scatter_add, nondiff=(1, 2)
                     doc="zeros of `newshape` with `v` added at `idx` (repeats accumulate)")
 cast_like = defop("cast_like", _cast_like, vjp_cast_like, nondiff=(1,), reads_inputs=False,
                   spell=call("cast_like"), doc="x in the dtype of `like`")
-astype = defop("astype", _astype, vjp_astype, reads_inputs=False, spell=call("np.asarray"))
+astype = defop("astype", _astype, vjp_astype, nondiff=(1,), reads_inputs=False,
+               spell=call("np.asarray"))
 stop_gradient = defop("stop_gradient", lambda x: x, differentiable=False,
                       spell=call("stop_gradient"),
                       doc="x itself, through which no gradient flows (the tape's detach)")
