@@ -134,6 +134,14 @@ def _simplify(e: Eqn, c: _Ctx):
                 return ops.shape(same[0])
             if len(arrays) > 1 and others_scalar and len(arrays) <= 3:
                 return ops.broadcast_shapes(*[ops.shape(a) for a in arrays])
+    elif n == "reduced_size":
+        # like shape: the size of an elementwise result is that of a same-shaped input
+        p = c.prod(ins[0])
+        if p is not None and p.prim.elementwise and p.prim.differentiable:
+            same = [a for a in p.ins if isinstance(a, Var) and a.kind == "array" and
+                    a.sclass == ins[0].sclass]
+            if same:
+                return ops.reduced_size(same[0], **e.params)
     elif n == "cast_like":
         x, like = ins
         if isinstance(x, Var) and isinstance(like, Var) and x.dclass == like.dclass:

@@ -25,7 +25,6 @@ def grad_mlp(W1, b1, W2, b2, X, Y):
     # return 0.5 * np.mean((out - Y) ** 2)   (golden_functions.py:27)
     out_2 = out - Y
     del out
-    out_3 = out_2 ** 2
     # grad of: return 0.5 * np.mean((out - Y) ** 2)   (golden_functions.py:27)
     out_shape_1 = out_1.shape
     del out_1
@@ -33,8 +32,8 @@ def grad_mlp(W1, b1, W2, b2, X, Y):
     out_shape_2 = broadcast_shapes(out_shape_1, b2_shape_1)
     out_shape_3 = broadcast_shapes(out_shape_2, np.shape(Y))
     dout_1 = np.broadcast_to(0.5, out_shape_3)
-    dout = dout_1 / out_3.size
-    del dout_1, out_3
+    dout = dout_1 / out_2.size
+    del dout_1
     dout_2 = 2 * out_2
     del out_2
     dout_3 = dout * dout_2
@@ -84,7 +83,6 @@ def grad_mlp_same_shapes(W1, b1, W2, b2, X, Y):
     # return 0.5 * np.mean((out - Y) ** 2)   (golden_functions.py:27)
     out_2 = out - Y
     del out
-    out_3 = out_2 ** 2
     # grad of: return 0.5 * np.mean((out - Y) ** 2)   (golden_functions.py:27)
     out_shape_1 = out_1.shape
     del out_1
@@ -92,8 +90,8 @@ def grad_mlp_same_shapes(W1, b1, W2, b2, X, Y):
     out_shape_2 = broadcast_shapes(out_shape_1, b2_shape_1)
     out_shape_3 = broadcast_shapes(out_shape_2, np.shape(Y))
     dout_1 = np.broadcast_to(0.5, out_shape_3)
-    dout = dout_1 / out_3.size
-    del dout_1, out_3
+    dout = dout_1 / out_2.size
+    del dout_1
     dout_2 = 2 * out_2
     del out_2
     dout_3 = dout * dout_2
