@@ -21,6 +21,8 @@ from .ops.elementwise import add
 
 __all__ = ["Node", "AccumulateGrad", "backward"]
 
+Tensor = None  # runtime.tensor sets this once its class exists (it imports this module)
+
 _SHORT = {
     "add": "Add", "subtract": "Sub", "multiply": "Mul", "divide": "Div", "negative": "Neg",
     "power": "Pow", "matmul": "MatMul", "absolute": "Abs", "getitem": "Index",
@@ -35,11 +37,17 @@ def _camel(name: str) -> str:
 class AccumulateGrad:
     """The node at a leaf: adds the incoming cotangent to `variable.grad`."""
 
-    __slots__ = ("variable", "__weakref__")
+    __slots__ = ("_variable", "__weakref__")
     next_functions = ()
 
     def __init__(self, variable):
-        self.variable = variable
+        # weak: the leaf owns this node (Tensor._acc), not the other way round, so a leaf
+        # and its gradient are freed without waiting for the garbage collector
+        self._variable = weakref.ref(variable)
+
+    @property
+    def variable(self):
+        return self._variable()
 
     def name(self) -> str:
         return "AccumulateGrad"
@@ -76,8 +84,6 @@ class Node:
         return f"<{self.name()}>"
 
     def _check_versions(self):
-        from .tensor import Tensor
-
         if self.prim.reads_inputs:
             for a, v in zip(self.args, self.versions):
                 if isinstance(a, Tensor) and a._version_box[0] != v:
@@ -93,8 +99,6 @@ class Node:
             return self.out_data
         out = self.out_ref()
         if out is None:
-            from .tensor import Tensor
-
             out = Tensor._wrap(self.out_data, self)
         return out
 
@@ -111,11 +115,9 @@ class Node:
             with enable_grad():
                 return apply_vjp(self.prim, g, self.output(True), self.args, self.params,
                                  self.needs)
-        from .tensor import Tensor
-
+        # plain arrays: the rules run on them directly (backward() has turned recording off)
         args = [a.data if isinstance(a, Tensor) else a for a in self.args]
-        with no_grad():
-            return apply_vjp(self.prim, g, self.out_data, args, self.params, self.needs)
+        return apply_vjp(self.prim, g, self.out_data, args, self.params, self.needs)
 
     def free(self):
         self.args = None
@@ -162,8 +164,6 @@ def _accumulate(tensor, g, create_graph: bool):
 
 def backward(root, gradient=None, retain_graph=None, create_graph=False):
     """Accumulate d(root)/d(leaf) into `.grad` of every leaf that requires grad."""
-    from .tensor import Tensor
-
     if not root.requires_grad:
         raise RuntimeError("element 0 of tensors does not require grad and does not have a "
                            "grad_fn")
@@ -198,14 +198,21 @@ def backward(root, gradient=None, retain_graph=None, create_graph=False):
                 deps[nxt] = 1
                 stack.append(nxt)
 
+    # without create_graph the rules run on arrays with recording off, once for the walk
+    with (enable_grad() if create_graph else no_grad()):
+        _walk(start, g, deps, retain_graph, create_graph)
+
+
+def _walk(start, g, deps, retain_graph, create_graph):
     grads = {start: g}
     ready = [start]
     while ready:
         node = ready.pop()
         g = grads.pop(node, None)
         if isinstance(node, AccumulateGrad):
-            if g is not None:
-                _accumulate(node.variable, g, create_graph)
+            leaf = node.variable
+            if g is not None and leaf is not None:
+                _accumulate(leaf, g, create_graph)
             continue
         if node.retained and g is not None:
             for ref in node.retained:

@@ -13,6 +13,7 @@ from .backend import get_xp, is_array
 from .mode import is_grad_enabled
 from .ops import PRIMITIVES
 from .ops.numpy_api import ATTRIBUTES, METHODS, NUMPY
+from . import tape as _tape
 from .tape import AccumulateGrad, Node, _retain
 from .tape import backward as _backward
 
@@ -457,6 +458,7 @@ def _install_methods():
 
 
 _install_methods()
+_tape.Tensor = Tensor
 
 
 def tensor(data, requires_grad: bool = False, dtype=None) -> Tensor:
