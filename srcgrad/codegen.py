@@ -297,6 +297,8 @@ class _BlockCtx:
     def emit(self, eqns, ind, lines, top=False, group=None):
         em = self.em
         inlined = {e.outs[0].id: e for e in eqns if self._inlinable(e)}
+        absorb = self._absorptions(eqns) if top and self.fc.free else {}
+        moved = {i: j for j, (i, _) in absorb.items()}
         last_use = {}
         reads_of = {}
         if top:
@@ -307,13 +309,15 @@ class _BlockCtx:
                 if e.outs and e.outs[0].id in inlined:
                     reads_of[e.outs[0].id] = reads
                     continue
-                for v in reads:
-                    last_use[v.id] = i
+                for v in reads:  # an absorbed scatter_add reads where its add is
+                    last_use[v.id] = max(last_use.get(v.id, -1), moved.get(i, i))
         start = len(lines)
         for i, e in enumerate(eqns):
             pname = e.prim.name
             o = e.outs[0] if e.outs else None
-            if o is not None and o.id in inlined:
+            if i in moved:
+                continue  # written with the add that absorbs it
+            if o is not None and o.id in inlined and i not in absorb:
                 if pname in ("pack", "make_slice") and _only_index_use(o, self.fc.eqns):
                     continue
                 em.inline[o.id] = em.expr(e, self.uses)
@@ -324,7 +328,10 @@ class _BlockCtx:
                 tag = "grad of: " if e.phase == "bwd" else ""
                 lines.append(f"{ind}# {tag}{e.loc.text}   ({e.loc.short()})")
                 group = key
-            if pname == "fused":
+            if i in absorb:
+                self._scatter_add_into(e, eqns[absorb[i][0]], absorb[i][1], i, last_use, ind,
+                                       lines)
+            elif pname == "fused":
                 names = ", ".join(self.name(v) for v in e.outs)
                 args = ", ".join(em.src(a) for a in e.ins)
                 lines.append(f"{ind}{names} = {e.params['name']}({args})")
@@ -362,19 +369,74 @@ class _BlockCtx:
                 # alive until the function returns
                 reads = [r for v in e.var_ins()
                          for r in (reads_of.get(v.id, [v]) if v.id in inlined else [v])]
-                owners: dict = {}
-                for vid, nm in self.namer.names.items():
-                    owners[nm] = owners.get(nm, 0) + 1
+                if i in absorb:  # the absorbed scatter_add's reads happen here
+                    reads += list(eqns[absorb[i][0]].var_ins())
                 dead = [v for v in reads if last_use.get(v.id) == i and
                         v.id not in self.returned and v.kind == "array" and
                         v.const_name is None and v.id not in em.inline and
                         v.id not in self.inputs and v.id in self.namer.names and
-                        v.id not in self.fc.keep and owners.get(self.namer.names[v.id]) == 1]
+                        v.id not in self.fc.keep and self._owns(v, i + 1, last_use) and
+                        not any(self.namer.names.get(o2.id) == self.namer.names[v.id]
+                                for o2 in e.outs)]
                 if dead:
                     names = list(dict.fromkeys(self.namer.names[v.id] for v in dead))
                     lines.append(f"{ind}del {', '.join(names)}")
         if len(lines) == start:
             lines.append(f"{ind}pass")
+
+    def _absorptions(self, eqns) -> dict:
+        """{add index: (scatter_add index, operand position)} for `a + scatter_add(g, idx,
+        shape)` where `a` is a fresh array of this function, so the sum can be written as
+        `a[idx] += g` (no zero-filled array, no full-size add)."""
+        from runtime.ops.shapes import is_basic_index
+
+        made = {}
+        for i, e in enumerate(eqns):
+            for o in e.outs:
+                made[o.id] = i
+        out = {}
+        used = set()
+        for j, e in enumerate(eqns):
+            if e.prim.name != "add" or not all(isinstance(a, Var) for a in e.ins):
+                continue
+            for k in (1, 0):
+                b, a = e.ins[k], e.ins[1 - k]
+                i = made.get(b.id)
+                if i is None or i in used or self.uses.get(b.id) != 1:
+                    continue
+                q = eqns[i]
+                if q.prim.name != "scatter_add" or isinstance(q.ins[1], Var) or \
+                        not is_basic_index(q.ins[1]):
+                    continue
+                ia = made.get(a.id)
+                if ia is None or a.id in self.inputs or a.id in self.returned or \
+                        a.id in self.fc.keep:
+                    continue
+                src = eqns[ia].prim
+                if not (src.name == "scatter_add" or (src.elementwise and src.differentiable
+                                                      and src.name != "where")):
+                    continue
+                if a.sclass != e.outs[0].sclass or a.dclass != e.outs[0].dclass or \
+                        a.id in self.em.maybe_py:
+                    continue
+                out[j] = (i, k)
+                used.add(i)
+                break
+        return out
+
+    def _scatter_add_into(self, e, q, k, j, last_use, ind, lines):
+        """Write `o = a + scatter_add(g, idx, shape)` as `a[idx] += g` when `a` dies here
+        and owns its name; otherwise as the two statements."""
+        a = e.ins[1 - k]
+        o = e.outs[0]
+        name = self.namer.names.get(a.id)
+        if name is not None and last_use.get(a.id) == j and self._owns(a, j, last_use):
+            g, idx = q.ins[0], q.ins[1]
+            self.namer.names[o.id] = name
+            lines.append(ind + _norm(f"{name}[{self.em.index_src(idx)}] += {self.em.src(g)}"))
+        else:
+            lines.append(ind + _norm(f"{self.name(q.outs[0])} = {self.em.expr(q, self.uses)}"))
+            lines.append(ind + _norm(f"{self.name(o)} = {self.em.expr(e, self.uses)}"))
 
     def _in_place(self, e, i, last_use, eqns) -> bool:
         """`a = a + b` may update `a` in place: `a` is a fresh array this function made
@@ -393,8 +455,14 @@ class _BlockCtx:
         if made is None or not made.prim.elementwise or not made.prim.differentiable or \
                 made.prim.name in ("where",) or a.id in self.em.maybe_py:
             return False
+        return self._owns(a, i, last_use)
+
+    def _owns(self, a, i, last_use) -> bool:
+        """Every other value named like `a` is dead by statement i (an in-place update
+        hands a name on from one value to the next)."""
         name = self.namer.names[a.id]
-        return sum(1 for n in self.namer.names.values() if n == name) == 1
+        return all(vid == a.id or last_use.get(vid, -1) < i
+                   for vid, n in self.namer.names.items() if n == name)
 
     def _inlinable(self, e) -> bool:
         """A cheap meta value (x.shape, a tuple index...) used once: written where used."""

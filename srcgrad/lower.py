@@ -285,6 +285,10 @@ class Builder:
         if name in ("sum", "mean", "max", "min", "prod", "var", "std", "logsumexp") and \
                 params.get("axis") is None and not params.get("keepdims"):
             out.sclass = SCALAR  # a full reduction: a 0-d result at every call
+        if name == "getitem" and arrays and isinstance(args[0], Var):
+            key = _slice_shape_key(args[1])
+            if key is not None:  # x[1:] and x[:-1] have one shape, whatever x's is
+                out.sclass = ("slice", args[0].sclass, key)
         if name in ("sum", "mean", "max", "min", "prod", "var", "std", "logsumexp",
                     "transpose", "swapaxes", "moveaxis", "expand_dims", "squeeze", "flip",
                     "getitem", "concatenate", "stack", "trace") and arrays:
@@ -297,6 +301,30 @@ class Builder:
         if name.startswith(("matmul", "dot", "inner", "outer", "tensordot")) and arrays:
             if len({a.dclass for a in arrays}) == 1:
                 out.dclass = arrays[0].dclass
+
+
+def _slice_shape_key(idx):
+    """A key equal for constant basic indices that give the same shape from any array
+    (None when not sure): per axis, slice(k, None) and slice(None, -k) both keep n - k
+    elements, slice(None) keeps n; an int drops the axis. Other forms get no key."""
+    items = idx if isinstance(idx, tuple) else (idx,)
+    key = []
+    for it in items:
+        if isinstance(it, (int, numpy.integer)) and not isinstance(it, bool):
+            key.append("drop")
+        elif isinstance(it, slice) and it.step in (None, 1):
+            a, b = it.start, it.stop
+            if a is None and b is None:
+                key.append(("n", 0))
+            elif isinstance(a, int) and a >= 0 and b is None:
+                key.append(("n", -a))
+            elif a is None and isinstance(b, int) and b < 0:
+                key.append(("n", b))
+            else:
+                return None
+        else:
+            return None
+    return tuple(key)
 
 
 # ---- values the lowerer handles besides Vars and constants ----------------------------------

@@ -85,6 +85,13 @@ def _simplify(e: Eqn, c: _Ctx):
                 src = c.shape_source(p.ins[1])
                 if src is not None and _same_shape(x, src):
                     return ops.multiply(p.ins[0], x)  # broadcast(c) * x -> c * x
+                if _is_const(x):  # broadcast(c) * d -> broadcast(c * d)
+                    return ops.broadcast_to(p.ins[0] * x, p.ins[1])
+            if _is_const(x) and p is not None and p.prim.name == "multiply":
+                inner = [q for q in p.ins if _is_const(q)]
+                other = [q for q in p.ins if not _is_const(q)]
+                if len(inner) == 1 and len(other) == 1:  # a * (b * y) -> (a * b) * y
+                    return ops.multiply(x * inner[0], other[0])
     elif n == "divide":
         a, b = ins
         if _is_const(b, 1) and isinstance(a, Var) and a.kind == "array":
@@ -105,6 +112,12 @@ def _simplify(e: Eqn, c: _Ctx):
         p = c.prod(ins[0])
         if p is not None and p.prim.name == "negative":
             return p.ins[0]
+        if p is not None and p.prim.name == "broadcast_to" and _is_const(p.ins[0]):
+            return ops.broadcast_to(-p.ins[0], p.ins[1])
+        if p is not None and p.prim.name == "multiply":
+            for k, q in enumerate(p.ins):  # -(c * y) -> (-c) * y
+                if _is_const(q) and not _is_const(p.ins[1 - k]):
+                    return ops.multiply(-q, p.ins[1 - k])
     elif n in ("sum_to", "broadcast_to", "reshape"):
         x, s = ins
         src = c.shape_source(s)

@@ -45,7 +45,7 @@ def grad_indexing(x, idx):
     del dout_3
     dx_2 = dx + dx_1
     del dx, dx_1
-    dhead = 2 * head
+    dhead = 2.0 * head
     del head
     # grad of: rows = x[idx]   (golden_functions.py:40)
     dx_3 = scatter_add(drows, idx, x_shape_1)

@@ -32,9 +32,7 @@ def grad_logistic_regression(W, b, X, y):
     nll_7 = nll_2 + nll_6
     del nll_2, nll_6
     # grad of: return nll + 0.01 * np.sum(W ** 2)   (golden_functions.py:21)
-    dW_1 = 2 * W
-    dW = 0.01 * dW_1
-    del dW_1
+    dW = 0.02 * W
     # grad of: nll = -np.mean(y * np.log(p) + (1 - y) * np.log(1 - p))   (golden_functions.py:20)
     z_shape_1 = z_1.shape
     del z_1
@@ -78,15 +76,15 @@ def grad_logistic_regression(W, b, X, y):
     dz_1 = sum_to(dz, z_shape_1)
     db = sum_to(dz, b_shape_1)
     del dz
-    dW_2 = matmul_grad_b(dz_1, X, W)
+    dW_1 = matmul_grad_b(dz_1, X, W)
     del dz_1
-    dW_3 = dW + dW_2
-    del dW, dW_2
-    dW_4 = cast_like(dW_3, W)
-    del dW_3
+    dW_2 = dW + dW_1
+    del dW, dW_1
+    dW_3 = cast_like(dW_2, W)
+    del dW_2
     db_1 = cast_like(db, b)
     del db
-    return (dW_4, db_1)
+    return (dW_3, db_1)
 
 
 def grad_logistic_regression_same_shapes(W, b, X, y):
@@ -112,9 +110,7 @@ def grad_logistic_regression_same_shapes(W, b, X, y):
     nll_7 = nll_2 + nll_6
     del nll_2, nll_6
     # grad of: return nll + 0.01 * np.sum(W ** 2)   (golden_functions.py:21)
-    dW_1 = 2 * W
-    dW = 0.01 * dW_1
-    del dW_1
+    dW = 0.02 * W
     # grad of: nll = -np.mean(y * np.log(p) + (1 - y) * np.log(1 - p))   (golden_functions.py:20)
     z_shape_1 = z_1.shape
     del z_1
@@ -158,12 +154,12 @@ def grad_logistic_regression_same_shapes(W, b, X, y):
     dz_1 = sum_to(dz, z_shape_1)
     db = sum_to(dz, b_shape_1)
     del dz
-    dW_2 = matmul_grad_b(dz_1, X, W)
+    dW_1 = matmul_grad_b(dz_1, X, W)
     del dz_1
-    dW_3 = dW + dW_2
-    del dW, dW_2
-    dW_4 = cast_like(dW_3, W)
-    del dW_3
+    dW_2 = dW + dW_1
+    del dW, dW_1
+    dW_3 = cast_like(dW_2, W)
+    del dW_2
     db_1 = cast_like(db, b)
     del db
-    return (dW_4, db_1)
+    return (dW_3, db_1)

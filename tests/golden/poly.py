@@ -61,14 +61,15 @@ def grad_poly_same_shapes(x, y):
     del z_4
     # grad of: z = np.log(3 * x ** 2 + 5 * x * y)   (golden_functions.py:12)
     dz = 1.0 / z_2
+    del z_2
     dz_1 = dz * y
     dy = dz * z_3
     del z_3
     dz_1 *= 5
     dz *= 3
     dx_1 = 2 * x
-    dx_2 = dz * dx_1
+    dz *= dx_1
     del dx_1
-    dx = dz_1 + dx_2
-    del dx_2
-    return (dx, dy)
+    dz_1 += dz
+    del dz
+    return (dz_1, dy)
