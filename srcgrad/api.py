@@ -119,6 +119,7 @@ class _CompiledBase:
         self._impl = None
         self._gpu = None
         self._module = None
+        self._code = None  # bytecode of the cached module, when the disk cache had it
         self._fused = None
         self.fuse = fuse
         self._source = None
@@ -224,6 +225,7 @@ class _CompiledBase:
             loaded = _cache.load(key)
         if loaded is not None:
             text, meta, path = loaded
+            self._code = _cache.load_code(path, meta, text)
         else:
             text, meta, self._graph = self._build()
             self.compile_count += 1
@@ -268,7 +270,8 @@ class _CompiledBase:
         """The generated function, with `np` bound to numpy (xp None) or to cupy."""
         text, path, meta = module or self._module
         ns = {"__name__": f"srcgrad_generated.{meta['entry']}"}
-        _cache.exec_source(text, path, ns)
+        code = self._code if module is None or module is self._module else None
+        _cache.exec_source(text, path, ns, code)
         if xp is not None:
             ns["np"] = xp  # the same code, on the GPU
             for key in [k for k in ns if k.endswith("_cuda") and k.startswith("_fused_")]:

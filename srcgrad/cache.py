@@ -197,26 +197,66 @@ def store(key: str, source: str, meta: dict) -> str | None:
     path = _path(key)
     if path is None or not _safe_dir(os.path.dirname(path)):
         return None
+    # the compiled module goes beside the source (a later process skips compiling it); the
+    # source's hashed header records the bytecode's hash, so neither is trusted alone
+    blob = marshal.dumps(compile("\n\n" + source, path, "exec"))
+    meta = dict(meta, code=_code_digest(blob, source))
     meta_line = "# meta=" + json.dumps(meta, sort_keys=True)
     text = f"{_MAGIC} sha256={_digest(meta_line, source)}\n{meta_line}\n{source}"
     try:
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-", suffix=".py")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())
-            os.chmod(tmp, 0o600)
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        _write_atomic(path + "c", blob)
+        _write_atomic(path, text.encode("utf-8"))
     except OSError:
         return None
     return path
+
+
+def _write_atomic(path: str, data: bytes):
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-", suffix=".py")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _code_digest(blob: bytes, source: str) -> str:
+    # over the bytecode and the source it was compiled from: bytecode never stands in for
+    # a source file that says something else
+    return hashlib.sha256(blob + b"\0" + source.encode("utf-8")).hexdigest()
+
+
+def load_code(path: str, meta: dict, text: str):
+    """The compiled module stored beside a verified source file (`text`, read from it),
+    or None (then the source is compiled): it is used only if safe and its recorded hash
+    matches it and this source."""
+    want = meta.get("code")
+    if not want:
+        return None
+    try:
+        st = os.lstat(path + "c")
+        if not stat.S_ISREG(st.st_mode) or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) or \
+                (hasattr(os, "getuid") and st.st_uid != os.getuid()):
+            return None
+        with open(path + "c", "rb") as f:
+            blob = f.read()
+    except OSError:
+        return None
+    source = text.split("\n", 2)[2] if text.startswith(_MAGIC) else text
+    if _code_digest(blob, source) != want:
+        return None
+    try:
+        return marshal.loads(blob)
+    except (ValueError, EOFError, TypeError):
+        return None
 
 
 def clear() -> int:
@@ -226,7 +266,8 @@ def clear() -> int:
         return 0
     n = 0
     for name in os.listdir(d):
-        if name.endswith(".py") and (len(name) == 67 or name.startswith(".tmp-")):
+        if name.endswith((".py", ".pyc")) and (len(name) in (67, 68) or
+                                                  name.startswith(".tmp-")):
             try:
                 os.unlink(os.path.join(d, name))
                 n += 1
@@ -235,12 +276,15 @@ def clear() -> int:
     return n
 
 
-def exec_source(text: str, filename: str, namespace: dict) -> dict:
+def exec_source(text: str, filename: str, namespace: dict, code=None) -> dict:
     """Execute generated source as if loaded from `filename` (tracebacks show its lines).
 
     `text` may be the module without the cache file's header lines (right after `store`):
     it is then compiled shifted down by those lines, so that line numbers in tracebacks
     are the file's."""
+    if code is not None:  # verified bytecode of this very file
+        exec(code, namespace)
+        return namespace
     if not os.path.exists(filename):
         lines = text.splitlines(keepends=True)
         linecache.cache[filename] = (len(text), None, lines, filename)

@@ -288,8 +288,10 @@ def test_concurrent_writers_leave_a_valid_file(user_module, tmp_path):
     assert len(paths) == 1
     for r in reports:
         np.testing.assert_allclose(r["grad"], expected_grad(X, W))
-    # exactly one file, no temporaries left behind, and it loads cleanly
-    assert sorted(os.listdir(cache_dir)) == [os.path.basename(paths.pop())]
+    # exactly one source file (and its bytecode), no temporaries left behind, and it loads
+    # cleanly
+    name = os.path.basename(paths.pop())
+    assert sorted(os.listdir(cache_dir)) == [name, name + "c"]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         g = srcgrad.grad(user_module.f, wrt="w")
