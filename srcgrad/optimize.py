@@ -65,6 +65,8 @@ def _simplify(e: Eqn, c: _Ctx):
     ins = e.ins
     if n == "add":
         a, b = ins
+        if isinstance(a, Var) and a is b and a.kind == "array":
+            return ops.multiply(2, a)  # a + a -> 2 * a (constant factors then fold)
         if _is_const(b, 0) and isinstance(a, Var) and a.kind == "array":
             return a
         if _is_const(a, 0) and isinstance(b, Var) and b.kind == "array":
@@ -104,6 +106,9 @@ def _simplify(e: Eqn, c: _Ctx):
             src = c.shape_source(p.ins[1])
             if src is not None and _same_shape(b, src):
                 return ops.divide(p.ins[0], b)  # broadcast(c) / b -> c / b
+            if isinstance(b, Var) and b.kind == "meta" or _is_const(b):
+                # broadcast(c) / n -> broadcast(c / n): one scalar division, still a view
+                return ops.broadcast_to(ops.divide(p.ins[0], b), p.ins[1])
     elif n == "power":
         a, b = ins
         if _is_const(b, 1) and isinstance(a, Var):

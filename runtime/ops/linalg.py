@@ -88,6 +88,8 @@ def _matmul_grad_b(g, a, b):
     elif _nd(a) == 1:
         r = a[:, None] * g[..., None, :]
     elif _nd(b) == 1:
+        if _nd(a) == 2:  # a matrix-vector product: its transpose times g (one gemv)
+            return xp.matmul(a.T, g)
         r = xp.matmul(xp.swapaxes(a, -1, -2), g[..., None])[..., 0]
     else:
         r = xp.matmul(xp.swapaxes(a, -1, -2), g)

@@ -40,9 +40,9 @@ def grad_logistic_regression(W, b, X, y):
     z_shape_2 = broadcast_shapes(z_shape_1, b_shape_1)
     nll_shape_1 = broadcast_shapes(np.shape(y), z_shape_2)
     nll_shape_2 = broadcast_shapes(nll_shape_1, nll_shape_1)
-    dnll_1 = np.broadcast_to(-1.0, nll_shape_2)
-    dnll = dnll_1 / nll_7.size
-    del dnll_1, nll_7
+    dnll_1 = -1.0 / nll_7.size
+    del nll_7
+    dnll = np.broadcast_to(dnll_1, nll_shape_2)
     dnll_2 = sum_to(dnll, nll_shape_1)
     del dnll
     dnll_3 = dnll_2 * nll_3
@@ -118,9 +118,9 @@ def grad_logistic_regression_same_shapes(W, b, X, y):
     z_shape_2 = broadcast_shapes(z_shape_1, b_shape_1)
     nll_shape_1 = broadcast_shapes(np.shape(y), z_shape_2)
     nll_shape_2 = broadcast_shapes(nll_shape_1, nll_shape_1)
-    dnll_1 = np.broadcast_to(-1.0, nll_shape_2)
-    dnll = dnll_1 / nll_7.size
-    del dnll_1, nll_7
+    dnll_1 = -1.0 / nll_7.size
+    del nll_7
+    dnll = np.broadcast_to(dnll_1, nll_shape_2)
     dnll_2 = sum_to(dnll, nll_shape_1)
     del dnll
     dnll_3 = dnll_2 * nll_3

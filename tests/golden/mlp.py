@@ -31,9 +31,8 @@ def grad_mlp(W1, b1, W2, b2, X, Y):
     b2_shape_1 = b2.shape
     out_shape_2 = broadcast_shapes(out_shape_1, b2_shape_1)
     out_shape_3 = broadcast_shapes(out_shape_2, np.shape(Y))
-    dout_1 = np.broadcast_to(0.5, out_shape_3)
-    dout = dout_1 / out_2.size
-    del dout_1
+    dout_1 = 0.5 / out_2.size
+    dout = np.broadcast_to(dout_1, out_shape_3)
     dout_2 = 2 * out_2
     del out_2
     dout_3 = dout * dout_2
@@ -89,9 +88,8 @@ def grad_mlp_same_shapes(W1, b1, W2, b2, X, Y):
     b2_shape_1 = b2.shape
     out_shape_2 = broadcast_shapes(out_shape_1, b2_shape_1)
     out_shape_3 = broadcast_shapes(out_shape_2, np.shape(Y))
-    dout_1 = np.broadcast_to(0.5, out_shape_3)
-    dout = dout_1 / out_2.size
-    del dout_1
+    dout_1 = 0.5 / out_2.size
+    dout = np.broadcast_to(dout_1, out_shape_3)
     dout_2 = 2 * out_2
     del out_2
     dout_3 = dout * dout_2

@@ -24,9 +24,9 @@ def grad_softmax_cross_entropy(W, X, labels):
     picked = log_probs[picked_3]
     del log_probs
     # grad of: return -np.mean(picked)   (golden_functions.py:35)
-    dpicked_1 = np.broadcast_to(-1.0, picked.shape)
-    dpicked = dpicked_1 / picked.size
-    del dpicked_1, picked
+    dpicked_1 = -1.0 / picked.size
+    dpicked = np.broadcast_to(dpicked_1, picked.shape)
+    del picked
     # grad of: picked = log_probs[np.arange(X.shape[0]), labels]   (golden_functions.py:34)
     logits_shape_1 = logits.shape
     shifted_shape_1 = shifted_1.shape
