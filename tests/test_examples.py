@@ -46,3 +46,12 @@ def test_train_tape_decreases_the_loss():
         assert os.path.getsize(os.path.join(EXAMPLES, "loss.png")) > 0
     else:
         assert "matplotlib is not installed" in out
+
+
+def test_quickstart_trains_checks_against_the_tape_and_prints_the_source():
+    out = run_example("quickstart.py")
+    losses = [float(v) for v in re.findall(r"^step +\d+ +loss ([0-9.]+)$", out, re.M)]
+    assert len(losses) == 5 and losses[-1] < losses[0]
+    diff = float(re.search(r"^max \|srcgrad - tape\| = ([0-9.eE+-]+)$", out, re.M).group(1))
+    assert diff < 1e-12
+    assert "def grad_loss(W, b, X, y):" in out
