@@ -151,7 +151,11 @@ class _Emitter:
 
 
 def _norm(line: str) -> str:
-    """Let Python settle parentheses and spacing (e.g. `x * (-1.0)` -> `x * -1.0`)."""
+    """Let Python settle parentheses and spacing (e.g. `x * (-1.0)` -> `x * -1.0`). Only
+    lines with a parenthesized operand can need it; the rest are already as Python would
+    write them (parsing every line would cost a good part of a compilation)."""
+    if "(-" not in line and "((" not in line:
+        return line
     return ast.unparse(ast.parse(line))
 
 
