@@ -141,8 +141,10 @@ class _CompiledBase:
         value_and_grad of several arguments also get a fast path: a second function for
         calls whose `wrt` arguments are float arrays of one shape and dtype, in which no
         broadcasting is undone and no dtype is cast (a cheap guard picks it)."""
+        self._fast_useful = False
         text, meta, opt = self._build_one(fused)
-        if self.kind in ("grad", "value_and_grad") and len(self.wrt_index) > 1 and not fused:
+        if self.kind in ("grad", "value_and_grad") and len(self.wrt_index) > 1 and \
+                not fused and self._fast_useful:
             fast_text, fast_meta, _ = self._build_one(False, same=True)
             text = _with_fast_path(text, fast_text, meta["entry"], fast_meta["entry"],
                                    self._param_names(), self.wrt_index)
@@ -155,6 +157,8 @@ class _CompiledBase:
 
     def _build_one(self, fused: bool = False, same: bool = False):
         graph, src, consts = lower(self.fun, same=self.wrt_index if same else ())
+        if not same:
+            self._fast_useful = _wrt_meet(graph, self.wrt_index)
         wrt = [graph.inputs[i] for i in self.wrt_index]
         result = graph.outputs[0]
         if self.has_aux:
@@ -345,6 +349,24 @@ class _CompiledBase:
         return functools.partial(self, obj)
 
 
+
+
+def _wrt_meet(graph, wrt_index) -> bool:
+    """Do two `wrt` arguments meet in an elementwise operation (x * y)? Only then can the
+    same-shape fast path drop broadcasting work, so only then is it generated."""
+    classes = {graph.inputs[i].sclass for i in wrt_index}
+
+    def walk(eqns):
+        for e in eqns:
+            if e.prim.elementwise and e.prim.broadcasts:
+                met = {a.sclass for a in e.ins if isinstance(a, Var)} & classes
+                if len(met) > 1:
+                    return True
+            if any(walk(b.eqns) for b in e.blocks()):
+                return True
+        return False
+
+    return walk(graph.eqns)
 
 
 def _copy_stacks(eqns):
