@@ -494,9 +494,6 @@ class _BlockCtx:
                 continue
             if name in {self.namer.names.get(vid) for vid in read_after}:
                 continue  # a value read later already lives under that name
-            if any(o is not None and o is not old and o.id in _reads(after)
-                   for o, _ in targets):
-                continue
             self.namer.names[v.id] = name
 
     def _copies(self, block, targets, ind, lines):

@@ -306,8 +306,9 @@ class _Reverser:
                             _subst(adj_eqns, mapping_shape)
             b.pop_block()
             b.phase = "bwd"
-        # shapes of carried values are computed where their push happens: at the start
         start_ids = {v.id for v in at_start}
+        at_end = [v for v in at_end if v.id not in start_ids]  # saved once is enough
+        # shapes of carried values are computed where their push happens: at the start
         moved = [e2 for e2 in body.eqns if e2.outs and e2.outs[0].id in start_ids]
         body.eqns = moved + [e2 for e2 in body.eqns if all(e2 is not m for m in moved)]
         stack_eqn = None

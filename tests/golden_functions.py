@@ -39,3 +39,28 @@ def indexing(x, idx):
     head = x[:2, 1:]
     rows = x[idx]
     return np.sum(head ** 2) + np.sum(rows * x[-1]) + x[0, 0]
+
+
+def branch(x, y):
+    if np.sum(x) > 0:
+        z = np.sin(x) * y
+    else:
+        z = np.cos(x) + y
+    return np.sum(z * z)
+
+
+def rnn_loop(W, U, xs, h):
+    for t in range(len(xs)):
+        h = np.tanh(W @ h + U @ xs[t])
+    return np.sum(h ** 2)
+
+
+def while_break(x, limit):
+    s = x
+    n = 0
+    while np.sum(s * s) < limit:
+        s = s * 1.5 + 0.1
+        n = n + 1
+        if n >= 20:
+            break
+    return np.sum(np.sin(s))

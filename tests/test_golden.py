@@ -46,6 +46,12 @@ CASES = {
     "mlp": (gf.mlp, ("W1", "b1", "W2", "b2"), _mlp_args),
     "softmax_cross_entropy": (gf.softmax_cross_entropy, "W", _softmax_args),
     "indexing": (gf.indexing, "x", lambda: [rng.normal(size=(4, 3)), np.array([3, 0, 3])]),
+    # control flow: a branch, a loop and a while-with-break
+    "branch": (gf.branch, ("x", "y"), lambda: [np.array([0.5, 0.25]), np.array([1.5, -0.5])]),
+    "rnn_loop": (gf.rnn_loop, ("W", "U"),
+                 lambda: [rng.normal(size=(3, 3)) / 2, rng.normal(size=(3, 2)),
+                          rng.normal(size=(4, 2)), np.zeros(3)]),
+    "while_break": (gf.while_break, "x", lambda: [np.array([0.3, -0.2]), 30.0]),
 }
 
 
