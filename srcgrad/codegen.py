@@ -494,6 +494,9 @@ class _BlockCtx:
                 continue
             if name in {self.namer.names.get(vid) for vid in read_after}:
                 continue  # a value read later already lives under that name
+            if any(isinstance(w, Var) and w is not v and self.namer.names.get(w.id) == name
+                   for w in block.outs):
+                continue  # ... or is copied out at the end of the block
             self.namer.names[v.id] = name
 
     def _copies(self, block, targets, ind, lines):
