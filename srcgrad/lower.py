@@ -468,7 +468,9 @@ def _grown_lists(stmts) -> list:
 
 
 def _phi_able(v) -> bool:
-    return isinstance(v, (Var, bool, int, float, numpy.number)) or v is None
+    """Can this value be merged at a branch's end or carried by a loop?"""
+    return isinstance(v, (Var, bool, int, float, numpy.number, numpy.bool_, numpy.ndarray)) \
+        or v is None
 
 
 class _Plan:

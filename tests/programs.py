@@ -1,4 +1,4 @@
-"""Random straight-line numpy programs, written as Python source, for property tests.
+"""Random numpy programs (assignments, data-dependent ifs, loops), written as Python source, for property tests.
 
 `ProgramWriter` writes a function statement by statement while it *runs* the program on
 the inputs the test will use: every candidate expression is evaluated on the current
@@ -75,7 +75,8 @@ class ProgramWriter:
     """Writes one random function. `draw` is hypothesis' draw; values come from `rng`."""
 
     #: (weight, method name) of statement kinds
-    STATEMENTS = [(6, "stmt_assign_new"), (2, "stmt_rebind"), (1, "stmt_tuple_assign")]
+    STATEMENTS = [(6, "stmt_assign_new"), (2, "stmt_rebind"), (1, "stmt_tuple_assign"),
+                  (1, "stmt_if"), (2, "stmt_for")]
 
     def __init__(self, draw, name="f", max_statements=6, max_params=3, avoid_known_bugs=False):
         self.draw = draw
@@ -468,9 +469,56 @@ class ProgramWriter:
             self._bind(n, t, v)
             self.locals.append(n)
 
+    def stmt_if(self):
+        """`if np.sum(a) > threshold:` on data, each side assigning the same name; the
+        threshold keeps its distance from the sum, so no finite-difference step flips it."""
+        a = self.pick(self.operands(), label="condition")
+        total = float(np.sum(self.val(a)))
+        offset = self.draw(st.sampled_from([-0.5, 0.5]), label="branch taken")
+        threshold = round(total + offset, 3)
+        t1, v1 = self.expression()
+        t2, v2 = self.expression()
+        name = self.fresh()
+        self.emit(f"if np.sum({a}) > {threshold!r}:")
+        self.emit(f"    {name} = {t1}")
+        self.emit("else:")
+        self.emit(f"    {name} = {t2}")
+        self.used.update(self.names_in(t2) | {a})
+        self._bind(name, t1 if total > threshold else t2, v1 if total > threshold else v2)
+        self.static.discard(name)
+
+    def stmt_for(self):
+        """A loop over a random-length range carrying a value: t = t * 0.5 + tanh(e) * i."""
+        if not self.locals:
+            return self.stmt_assign_new()
+        t = self.pick(self.locals, label="carried")
+        vt = np.asarray(self.val(t))
+        e, ve = self.expression()
+        term = np.tanh(np.asarray(ve))
+        try:
+            if np.broadcast_shapes(vt.shape, term.shape) != vt.shape:
+                raise Reject("the loop would change the carried value's shape")
+        except ValueError:
+            raise Reject("shapes that do not broadcast") from None
+        k = self.draw(st.integers(0, 3), label="trip count")
+        i = self.fresh("i")
+        value = self.val(t)
+        for step in range(k):
+            value = value * 0.5 + np.tanh(ve) * step
+        self.emit(f"for {i} in range({k}):")
+        self.emit(f"    {t} = {t} * 0.5 + np.tanh({e}) * {i}")
+        self.used.update(self.names_in(e) | {t})
+        self.values.pop(t, None)
+        self.values[t] = value
+        self.static.discard(t)
+
     def statement(self):
         kinds = [k for w, k in self.STATEMENTS for _ in range(w)]
-        getattr(self, self.draw(st.sampled_from(kinds), label="statement"))()
+        kind = self.draw(st.sampled_from(kinds), label="statement")
+        try:
+            getattr(self, kind)()
+        except Reject:
+            self.stmt_assign_new()
 
     def output(self):
         """The return statement: a scalar that adds up (reductions of) the values no
@@ -524,5 +572,6 @@ def program_source(draw, name="f", **kw) -> str:
 
 @st.composite
 def programs(draw, name="f", **kw) -> Program:
-    """Hypothesis strategy: a random straight-line numpy program and its arguments."""
+    """Hypothesis strategy: a random numpy program (assignments, data-dependent `if`s and
+    `for` loops over random-length ranges) and its arguments."""
     return ProgramWriter(draw, name=name, **kw).write()
