@@ -121,6 +121,9 @@ class _Emitter:
         p = e.prim
         if p.name == "shape" and isinstance(e.ins[0], Var) and e.ins[0].id in self.maybe_py:
             return f"np.shape({self.src(e.ins[0])})"  # may be a Python number at run time
+        if p.name == "reduced_size" and isinstance(e.ins[0], Var) and \
+                e.ins[0].id in self.maybe_py and e.params.get("axis") is None:
+            return f"np.size({self.src(e.ins[0])})"
         if p.name == "getitem":
             x, idx = e.ins
             return f"{self.src(x)}[{self.index_src(idx)}]"

@@ -1,4 +1,4 @@
-"""Random numpy programs (assignments, data-dependent ifs, loops), written as Python source, for property tests.
+"""Random numpy programs (assignments, data-dependent ifs, loops) as source, for property tests.
 
 `ProgramWriter` writes a function statement by statement while it *runs* the program on
 the inputs the test will use: every candidate expression is evaluated on the current
