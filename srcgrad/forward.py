@@ -89,6 +89,12 @@ class _Forward:
         finally:
             b.pop_block()
 
+    def _yielded_tangent(self, eqns, v, tan: dict):
+        """The tangent of a value a block yields; a zero staged at the block's end if the
+        block gave it none."""
+        t = tan.get(v.id) if isinstance(v, Var) else None
+        return self._reopen(eqns, lambda: self._zero(v)) if t is None else t
+
     def cond(self, e: Eqn, tan: dict):
         b = self.b
         sides = []
@@ -103,13 +109,7 @@ class _Forward:
                        for _, local, blk in sides)]
         new_blocks = []
         for eqns, local, blk in sides:
-            touts = []
-            for k in need:
-                v = blk.outs[k]
-                t = local.get(v.id) if isinstance(v, Var) else None
-                if t is None:
-                    t = self._reopen(eqns, lambda v=v: self._zero(v))
-                touts.append(t)
+            touts = [self._yielded_tangent(eqns, blk.outs[k], local) for k in need]
             new_blocks.append(Block(eqns, list(blk.outs) + touts))
         touts = [_like(e.outs[k]) for k in need]
         b.eqns.append(Eqn(COND, list(e.ins), list(e.outs) + touts,
@@ -140,13 +140,7 @@ class _Forward:
             has |= grown
             self.push_slots = saved_slots
         order = sorted(has)
-        tnext = []
-        for k in order:
-            n = body.outs[k]
-            t = local.get(n.id) if isinstance(n, Var) else None
-            if t is None:
-                t = self._reopen(eqns, lambda n=n: self._zero(n))
-            tnext.append(t)
+        tnext = [self._yielded_tangent(eqns, body.outs[k], local) for k in order]
         tinit = []
         for k in order:
             i = inits[k]
