@@ -32,9 +32,6 @@ class _Forward:
         self.b = b
         self.push_slots: dict = {}  # push tag -> positions that carry a tangent
 
-    def tangent_var(self, v: Var, t):
-        return t
-
     def block(self, eqns, tan: dict):
         """Copy `eqns` into the builder's current block, staging tangents next to them."""
         for e in eqns:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ..backend import get_xp
 from .core import call, defop
-from .elementwise import (add, divide, equal, exp, multiply, subtract, where)
+from .elementwise import divide, equal, exp, multiply, subtract, where
 from .shapes import broadcast_to, expand_dims, ones_like, shape
 
 __all__ = ["sum", "mean", "prod", "max", "min", "var", "std", "logsumexp", "reduced_size",
