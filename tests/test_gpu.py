@@ -82,3 +82,21 @@ def test_mixing_devices_is_a_type_error():
             rng.normal(size=2), rng.normal(size=(4, 3)), np.eye(2)[[0, 1, 0, 1]]]
     with pytest.raises(TypeError, match="mix numpy and cupy"):
         g(cp.asarray(args[0]), *args[1:])
+
+
+from hypothesis import given, settings  # noqa: E402
+
+from programs import programs  # noqa: E402
+
+
+@settings(deadline=None, max_examples=100)
+@given(programs())
+def test_random_programs_on_cupy_match_numpy(tmp_path_factory, program):
+    module = program.load(str(tmp_path_factory.mktemp("gpu_programs")))
+    fn = getattr(module, program.name)
+    for fuse in (True, False):
+        g = srcgrad.grad(fn, wrt=program.wrt, cache=False, fuse=fuse)
+        want = _host(g(*program.args))
+        got = _host(g(*_to_gpu(program.args)))
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12, err_msg=program.source)

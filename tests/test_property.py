@@ -1,4 +1,4 @@
-"""Property tests: random straight-line numpy programs (tests/programs.py), written to a
+"""Property tests: random numpy programs (tests/programs.py), written to a
 module file, differentiated by srcgrad and checked against the tape engine and float64
 central finite differences."""
 from __future__ import annotations
