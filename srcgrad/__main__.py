@@ -46,7 +46,8 @@ def main(argv=None) -> int:
     show.add_argument("target", help="path/to/file.py:function")
     show.add_argument("--wrt", help="parameter names or indices, comma separated (default 0)")
     show.add_argument("--ir", action="store_true", help="print the IR graph instead")
-    show.add_argument("--mode", default="grad", choices=["grad", "value_and_grad", "vjp"])
+    show.add_argument("--mode", default="grad",
+                      choices=["grad", "value_and_grad", "vjp", "jvp", "hvp"])
     args = parser.parse_args(argv)
     fn = _load(args.target)
     if isinstance(fn, api._CompiledBase):

@@ -383,3 +383,12 @@ def test_command_line_ir_and_errors():
     assert bad.returncode != 0 and "no function" in bad.stderr
     bad = _cli("show", "examples/quickstart.py:loss", "--wrt", "nope")
     assert bad.returncode != 0 and "nope" in bad.stderr
+
+
+def test_command_line_forward_mode_and_hvp():
+    out = _cli("show", "examples/readme_examples.py:energy", "--mode", "jvp")
+    assert out.returncode == 0, out.stderr
+    assert "def jvp_energy(x, tx):" in out.stdout
+    out = _cli("show", "examples/readme_examples.py:energy", "--mode", "hvp")
+    assert out.returncode == 0, out.stderr
+    assert "def hvp_energy(x, v):" in out.stdout
