@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence
 
+from numpy import ndarray as _ndarray
+
 __all__ = ["Primitive", "defop", "PRIMITIVES", "apply_vjp", "apply_jvp", "ZERO"]
 
 #: name -> Primitive, the whole op set
@@ -129,7 +131,10 @@ def apply_vjp(prim: Primitive, g, out, args: Sequence[Any], params: dict,
         else:
             ct = rule(g, out, *args, **params)
         if ct is not None and prim.broadcasts:
-            ct = sum_to(ct, shape(args[i]))
+            a = args[i]
+            # plain arrays of equal shape (the tape's common case): nothing to undo
+            if not (type(ct) is _ndarray and type(a) is _ndarray and ct.shape == a.shape):
+                ct = sum_to(ct, shape(a))
         cts.append(ct)
     return cts
 
