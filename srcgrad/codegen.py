@@ -26,6 +26,12 @@ _ident = re.compile(r"[^0-9a-zA-Z_]")
 # names generated code itself uses; a user variable with one of these names is suffixed
 _RESERVED = {"np", "float", "slice", "len", "int"} | set(keyword.kwlist)
 _INPLACE = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/"}
+# primitives whose result never shares memory with their inputs (besides elementwise ones
+# and the bilinear cotangent ops)
+_FRESH_READERS = {"sum", "mean", "prod", "max", "min", "var", "std", "logsumexp", "matmul",
+                  "dot", "inner", "outer", "tensordot", "trace", "trace_transpose",
+                  "scatter_add", "concatenate", "stack", "zeros_like", "ones_like", "shape",
+                  "ndim", "reduced_size", "fused"}
 _EXTRA_HELPERS = {"as_float", "check_scalar"}
 
 
@@ -424,7 +430,7 @@ class _BlockCtx:
                                                       and src.name != "where")):
                     continue
                 if a.sclass != e.outs[0].sclass or a.dclass != e.outs[0].dclass or \
-                        a.id in self.em.maybe_py:
+                        a.id in self.em.maybe_py or not self._only_fresh_readers(a, eqns, j):
                     continue
                 out[j] = (i, k)
                 used.add(i)
@@ -445,6 +451,21 @@ class _BlockCtx:
             lines.append(ind + _norm(f"{self.name(q.outs[0])} = {self.em.expr(q, self.uses)}"))
             lines.append(ind + _norm(f"{self.name(o)} = {self.em.expr(e, self.uses)}"))
 
+    @staticmethod
+    def _only_fresh_readers(a, eqns, j) -> bool:
+        """Every other statement reading `a` makes a new array (or a shape) from it: none
+        keeps a view of `a` (reshape, .T, a slice...) or an alias (a list, a stack, a copy
+        into a branch or loop), so updating `a` in place at statement j changes nothing
+        else."""
+        for k, q in enumerate(eqns):
+            if k == j or all(v is not a for v in q.var_ins()):
+                continue
+            p = q.prim
+            if not (p.elementwise or p.name in _FRESH_READERS or
+                    p.name.endswith(("_grad_a", "_grad_b"))):
+                return False
+        return True
+
     def _in_place(self, e, i, last_use, eqns) -> bool:
         """`a = a + b` may update `a` in place: `a` is a fresh array this function made
         (an elementwise result), dead after this use, of the result's shape and dtype."""
@@ -462,7 +483,7 @@ class _BlockCtx:
         if made is None or not made.prim.elementwise or not made.prim.differentiable or \
                 made.prim.name in ("where",) or a.id in self.em.maybe_py:
             return False
-        return self._owns(a, i, last_use)
+        return self._owns(a, i, last_use) and self._only_fresh_readers(a, eqns, i)
 
     def _owns(self, a, i, last_use) -> bool:
         """Every other value named like `a` is dead by statement i (an in-place update
