@@ -275,6 +275,18 @@ class Tensor:
     def __rtruediv__(self, o):
         return ops.divide(o, self)
 
+    def __mod__(self, o):
+        return ops.remainder(self, o)
+
+    def __rmod__(self, o):
+        return ops.remainder(o, self)
+
+    def __floordiv__(self, o):
+        return ops.floor_divide(self, o)
+
+    def __rfloordiv__(self, o):
+        return ops.floor_divide(o, self)
+
     def __pow__(self, o):
         return ops.power(self, o)
 

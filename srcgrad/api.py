@@ -22,9 +22,9 @@ from runtime import ops
 
 from . import cache as _cache
 from .codegen import FunctionCode, emit_module
-from .errors import WrtError
+from .errors import NotDifferentiableError, OutputTypeError, WrtError
 from .frontend import parse_function
-from .ir import Graph, Var, iter_vars
+from .ir import Graph, Var, iter_vars, unsound_uses
 from .lower import SCALAR, lower, staging
 from .optimize import optimize
 from .reverse import reverse
@@ -168,6 +168,8 @@ class _CompiledBase:
             out, aux = result
         else:
             out, aux = result, None
+        _check_output(out, src, self.kind)
+        check_sound(graph.eqns, [out], wrt)
         fwd = Graph(graph.inputs, graph.eqns, [out], graph.name, graph.named)
         self._extra = []  # inputs the generated function takes after the user's parameters
         b, returns, check, nested = self._adjoint(fwd, wrt, out, aux)
@@ -349,6 +351,69 @@ class _CompiledBase:
         return functools.partial(self, obj)
 
 
+
+
+_WHAT = {"pack": "a tuple or index built from it", "make_slice": "a slice bound computed from it",
+         "int": "int() of it", "getitem": "indexing with it"}
+
+
+def check_sound(eqns, outputs, wrt):
+    """Refuse, at the user's line, a program in which a value that depends on a `wrt`
+    input reaches the output through an op with no derivative rule and no declared zero
+    derivative: its gradient would be silently wrong (see ir.unsound_uses)."""
+    bad = unsound_uses(eqns, outputs, {v.id for v in wrt})
+    if not bad:
+        return
+    e, i = bad[0]
+    what = _WHAT.get(e.prim.name, f"the operation {e.prim.name!r} (input {i})")
+    msg = (f"{what} has no derivative, but the value depends on a differentiated argument "
+           "and reaches the output: srcgrad refuses rather than return a wrong gradient. If "
+           "its derivative is meant to be zero, wrap the value in srcgrad.stop_gradient(...)")
+    if getattr(e.prim, "custom", False):
+        msg = (f"no VJP rule for the custom op {e.prim.name!r} (input {i}), whose input "
+               f"depends on a differentiated argument; attach one with @{e.prim.name}.defvjp")
+    loc = e.loc
+    if loc is None:
+        raise NotDifferentiableError(msg)
+    raise NotDifferentiableError(msg, loc.filename, loc.lineno, loc.col, loc.text)
+
+
+def _check_output(out, src, kind):
+    """Refuse outputs that are not real numbers: a tuple (without has_aux), a boolean, a
+    string, None. (A non-scalar array is refused at run time by check_scalar.)"""
+    if kind in ("jvp", "vjp"):
+        return
+    bad = None
+    if isinstance(out, Var):
+        if out.dclass == ("bool",):
+            bad = "a boolean (a comparison)"
+        elif out.kind != "array":
+            bad = "a list" if out.kind == "list" else "an integer or shape"
+    elif isinstance(out, (bool, numpy_bool)) or not isinstance(out, (int, float, np.number)):
+        bad = {tuple: "a tuple", list: "a list", dict: "a dict", str: "a string",
+               type(None): "None"}.get(type(out), f"a {type(out).__name__}")
+        if isinstance(out, (bool, numpy_bool)):
+            bad = "a boolean"
+    if bad is None:
+        return
+    hint = (" To return extra values, use has_aux=True and return (output, aux)."
+            if isinstance(out, tuple) else "")
+    node = _return_node(src)
+    raise OutputTypeError(f"the function must return a real scalar to be differentiated, but "
+                          f"it returns {bad}.{hint}", src.filename,
+                          getattr(node, "lineno", src.firstlineno),
+                          getattr(node, "col_offset", 0),
+                          src.line(getattr(node, "lineno", src.firstlineno)))
+
+
+numpy_bool = np.bool_
+
+
+def _return_node(src):
+    for n in ast.walk(src.tree):
+        if isinstance(n, ast.Return):
+            return n
+    return src.tree
 
 
 def _wrt_meet(graph, wrt_index) -> bool:
@@ -613,6 +678,8 @@ class NestedGradFunction(_CompiledBase):
             graph, src, _ = lower(self.fun)
             out = graph.outputs[0]
             wrt = [graph.inputs[self.inner.wrt_index[0]]]
+            _check_output(out, src, "grad")
+            check_sound(graph.eqns, [out], [graph.inputs[i] for i in set(self.levels)])
             fwd = Graph(graph.inputs, graph.eqns, [out], graph.name, graph.named)
             b, grads = reverse(fwd, wrt, 1.0)
             g = self.inner._grads_or_zeros(b, grads, wrt)

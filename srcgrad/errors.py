@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 __all__ = ["SrcgradError", "UnsupportedSyntaxError", "UnknownFunctionError",
-           "SourceUnavailableError", "RecursiveCallError", "WrtError", "CacheWarning"]
+           "SourceUnavailableError", "RecursiveCallError", "WrtError", "CacheWarning",
+           "NotDifferentiableError", "InternalError", "OutputTypeError"]
 
 
 class SrcgradError(Exception):
@@ -63,6 +64,20 @@ class RecursiveCallError(SrcgradError):
 
 class WrtError(SrcgradError, ValueError):
     """A `wrt` that names no parameter of the function."""
+
+
+class NotDifferentiableError(SrcgradError):
+    """A value that depends on a differentiated input reaches the output through an
+    operation that has no derivative rule and declares no zero derivative."""
+
+
+class OutputTypeError(SrcgradError, TypeError):
+    """The function's output is not a real scalar (a tuple, a bool, a string...)."""
+
+
+class InternalError(SrcgradError):
+    """An unexpected failure inside srcgrad while compiling the user's function: a bug in
+    srcgrad, reported at the user's line being compiled."""
 
 
 class CacheWarning(UserWarning):

@@ -18,7 +18,8 @@ from typing import Any, Optional
 
 from runtime.ops.core import Primitive, literal
 
-__all__ = ["Var", "Eqn", "Graph", "Block", "Loc", "IRError", "free_vars", "iter_vars"]
+__all__ = ["Var", "Eqn", "Graph", "Block", "Loc", "IRError", "free_vars", "iter_vars",
+           "unsound_uses"]
 
 _ids = itertools.count()
 
@@ -125,6 +126,18 @@ class Var:
 
     def __rtruediv__(self, o):
         return _ops().divide(o, self)
+
+    def __mod__(self, o):
+        return _ops().remainder(self, o)
+
+    def __rmod__(self, o):
+        return _ops().remainder(o, self)
+
+    def __floordiv__(self, o):
+        return _ops().floor_divide(self, o)
+
+    def __rfloordiv__(self, o):
+        return _ops().floor_divide(o, self)
 
     def __pow__(self, o):
         return _ops().power(self, o)
@@ -328,3 +341,88 @@ def _check_eqns(eqns, defined: set, everywhere: set):
                 raise IRError(f"{o!r} defined twice (second time in: {e.lines()[0]})")
             everywhere.add(o.id)
             defined.add(o.id)
+
+
+# ---- soundness: no derivative is dropped silently --------------------------------------------
+
+def unsound_uses(eqns, outputs, active: set) -> list:
+    """(equation, input index) pairs where a value that depends on an `active` Var (by id)
+    enters an input that has neither a VJP rule nor a declared zero derivative (see
+    `Primitive.sound_input`), and the equation's result reaches `outputs`. Each such pair
+    would silently drop a derivative; the compiler refuses them. `active` is extended with
+    every Var that carries a derivative of the active ones."""
+    found: list = []
+    _flow(eqns, active, found)
+    live = _live(eqns, outputs)
+    return [(e, i) for e, i in found if any(o.id in live for o in e.outs)]
+
+
+def _is_active(v, active) -> bool:
+    return isinstance(v, Var) and v.id in active
+
+
+def _flow(eqns, active: set, found: list):
+    for e in eqns:
+        name = e.prim.name
+        if name == "cond":
+            then, els = e.params["then"], e.params["else"]
+            _flow(then.eqns, active, found)
+            _flow(els.eqns, active, found)
+            for o, a, b in zip(e.outs, then.outs, els.outs):
+                if _is_active(a, active) or _is_active(b, active):
+                    active.add(o.id)
+        elif name in ("for", "while"):
+            carry = e.params["carry"]
+            inits = e.ins[3:] if name == "for" else e.ins
+            for c, i in zip(carry, inits):
+                if _is_active(i, active):
+                    active.add(c.id)
+            while True:  # carries feed back: iterate to a fixed point
+                before = len(active)
+                for b in e.blocks():
+                    _flow(b.eqns, active, [])
+                for c, n in zip(carry, e.params["body"].outs):
+                    if _is_active(n, active):
+                        active.add(c.id)
+                if len(active) == before:
+                    break
+            for b in e.blocks():
+                _flow(b.eqns, active, found)
+            for c, o in zip(carry, e.outs):
+                if c.id in active:
+                    active.add(o.id)
+        elif e.blocks():
+            continue  # stacks (push/pop/newstack) exist only after the reverse pass
+        else:
+            carries = False
+            for i, a in enumerate(e.ins):
+                if not _is_active(a, active):
+                    continue
+                if not e.prim.sound_input(i, e.ins, e.params):
+                    found.append((e, i))
+                elif e.prim.carries_derivative(i, e.ins, e.params):
+                    carries = True
+            if carries:
+                active.update(o.id for o in e.outs)
+
+
+def _live(eqns, outputs) -> set:
+    """Ids of the Vars the outputs depend on (a block's free reads included)."""
+    live = {v.id for v in iter_vars(outputs)}
+
+    def walk(block_eqns):
+        for e in reversed(block_eqns):
+            if not any(o.id in live for o in e.outs) and not e.blocks():
+                continue
+            if e.blocks():
+                if not any(o.id in live for o in e.outs):
+                    continue
+                for _ in range(2):  # loop carries: a second sweep sees the feedback
+                    for b in e.blocks():
+                        live.update(v.id for v in b.outs if isinstance(v, Var))
+                        live.update(v.id for v in e.params.get("carry", []))
+                        walk(b.eqns)
+            live.update(v.id for v in e.var_ins())
+
+    walk(eqns)
+    return live

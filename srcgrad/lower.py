@@ -60,9 +60,7 @@ def _make_slice(start, stop, step):
 PACK = Primitive("pack", _pack, meta=True, spell=lambda i, p, d: (
     f"({i[0]},)" if len(i) == 1 else f"({', '.join(i)})"))
 MAKE_SLICE = Primitive("make_slice", _make_slice, meta=True, spell=call("slice"))
-FLOORDIV = Primitive("floordiv", operator.floordiv, meta=True, spell=fmt("{0} // {1}"))
-MOD = Primitive("mod", operator.mod, meta=True, spell=fmt("{0} % {1}"))
-LEN = Primitive("len", len, meta=True, spell=call("len"))
+LEN = Primitive("len", len, meta=True, zero_grad=True, spell=call("len"))
 INT = Primitive("int", int, meta=True, spell=call("int"))
 CHECK_SCALAR = Primitive("check_scalar", None, meta=True, spell=call("check_scalar"))
 
@@ -359,7 +357,7 @@ _BINOPS = {
     ast.Add: (ops.add, operator.add), ast.Sub: (ops.subtract, operator.sub),
     ast.Mult: (ops.multiply, operator.mul), ast.Div: (ops.divide, operator.truediv),
     ast.Pow: (ops.power, operator.pow), ast.MatMult: (ops.matmul, operator.matmul),
-    ast.FloorDiv: (FLOORDIV, operator.floordiv), ast.Mod: (MOD, operator.mod),
+    ast.FloorDiv: (ops.floor_divide, operator.floordiv), ast.Mod: (ops.remainder, operator.mod),
     # on arrays these are the boolean operators users write in masks: (x > 0) & (y < 1)
     ast.BitAnd: (ops.logical_and, operator.and_), ast.BitOr: (ops.logical_or, operator.or_),
 }
@@ -1101,32 +1099,48 @@ class Lowerer:
         return result
 
     def expr_BoolOp(self, node):
-        values = [self.expr(v) for v in node.values]
-        if any(_has_var(v) for v in values):
-            prim = ops.logical_and if isinstance(node.op, ast.And) else ops.logical_or
-            out = values[0]
-            for v in values[1:]:
-                out = prim(out, v)
-            return out
-        out = values[0]
-        for v in values[1:]:
-            out = (out and v) if isinstance(node.op, ast.And) else (out or v)
-        return out
+        return self._boolop(isinstance(node.op, ast.And), node.values, node)
+
+    def _boolop(self, is_and, values, node):
+        """Python's `and`/`or`: the value of the first operand that decides, the later
+        ones evaluated only when needed. On a run-time value, `a or b` is `a if a else b`
+        and `a and b` is `b if a else a` (a branch, not a logical op on booleans)."""
+        first = self.expr(values[0])
+        if len(values) == 1:
+            return first
+        if not _has_var(first):
+            if bool(first) != is_and:  # `and` stops at a falsy value, `or` at a truthy one
+                return first
+            return self._boolop(is_and, values[1:], node)
+
+        def rest():
+            return self._boolop(is_and, values[1:], node)
+
+        def keep():
+            return first
+
+        return self.select(first, rest if is_and else keep, keep if is_and else rest, node)
 
     def expr_IfExp(self, node):
         test = self.expr(node.test)
         if not _has_var(test):
             return self.expr(node.body if test else node.orelse)
+        return self.select(test, lambda: self.expr(node.body), lambda: self.expr(node.orelse),
+                           node)
+
+    def select(self, test, then_fn, else_fn, node):
+        """The value of `then_fn()` or `else_fn()` as the run-time `test` decides (each
+        side lowered in its own branch, so only the chosen one runs)."""
         key = "<ifexp>"
         saved = self.env.get(key, _MISSING)
 
-        def side(e):
-            def fn():
-                self.env[key] = self.expr(e)
-            return fn
+        def side(fn):
+            def run():
+                self.env[key] = fn()
+            return run
 
         self.env[key] = None
-        self.branch(test, side(node.body), side(node.orelse), node)
+        self.branch(test, side(then_fn), side(else_fn), node)
         value = self.env.pop(key)
         if saved is not _MISSING:
             self.env[key] = saved
@@ -1162,12 +1176,26 @@ class Lowerer:
     def expr_Subscript(self, node):
         obj = self.expr(node.value)
         idx = self.index(node.slice)
+        if isinstance(obj, Var) and obj.kind == "list":
+            raise self.error("reading an item of a list grown in a run-time loop or branch is "
+                             "not supported (np.stack(list) and len(list) are); keep the "
+                             "item in a variable of its own as well, e.g. `h = np.tanh(h); "
+                             "hs.append(h)`", node, UnsupportedSyntaxError)
         if isinstance(obj, Var):
             return ops.getitem(obj, idx)
         if _has_var(idx):
             if isinstance(obj, (tuple, list)):
                 raise self.error("indexing a Python sequence with a run-time index is not "
                                  "supported", node, UnsupportedSyntaxError)
+            if obj is numpy.r_ or obj is numpy.c_:
+                which = "np.r_" if obj is numpy.r_ else "np.c_"
+                raise self.error(f"{which}[...] of run-time arrays is not supported (their "
+                                 "number of dimensions is known only at run time); use "
+                                 "np.concatenate([...], axis=...) or np.stack", node,
+                                 UnsupportedSyntaxError)
+            if not isinstance(obj, (numpy.ndarray, numpy.generic)):
+                raise self.error(f"indexing a {type(obj).__name__} with run-time values is "
+                                 "not supported", node, UnsupportedSyntaxError)
             return ops.getitem(obj, idx)
         try:
             return obj[idx]
@@ -1233,7 +1261,9 @@ class Lowerer:
         if hashable and f in _MATH:
             if not any(_has_var(a) for a in args):
                 return f(*args)
-            return _MATH[f](*args)
+            # math functions take Python numbers: an array of one or more dimensions is
+            # refused at run time, as Python refuses it
+            return _MATH[f](*[ops.to_float(a) if isinstance(a, Var) else a for a in args])
         if hashable and f in _SIDE_EFFECTS:
             raise self.unsupported(f"{_SIDE_EFFECTS[f]} has side effects: it is", node)
         if not hashable:
@@ -1253,7 +1283,7 @@ class Lowerer:
             if f is builtins.int and isinstance(v, Var) and v.kind == "meta":
                 return self.b.stage(INT, [v], {})
             if f is builtins.float and isinstance(v, Var):
-                return v  # a 0-d array is already a float for every op
+                return ops.to_float(v)  # refuses arrays of one or more dimensions
             raise StaticValueNeeded(f"{f.__name__}() of a run-time value")
         if f is builtins.abs:
             (v,) = args

@@ -291,7 +291,7 @@ class _Run:
                     self.subst[out.id] = value
                     self.changed = True
                     continue
-            if "cse" in self.passes:
+            if "cse" in self.passes and out.kind != "list":  # each list is its own object
                 k = _key(e)
                 if k is not None:
                     if k in seen:

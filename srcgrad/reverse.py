@@ -56,9 +56,8 @@ def activity(eqns, active: set) -> set:
             for c, o in zip(carry, e.outs):
                 if c.id in active:
                     active.add(o.id)
-        elif e.prim.differentiable and any(
-                isinstance(a, Var) and a.id in active and e.prim.is_diff_input(i)
-                for i, a in enumerate(e.ins)):
+        elif any(isinstance(a, Var) and a.id in active and
+                 e.prim.carries_derivative(i, e.ins, e.params) for i, a in enumerate(e.ins)):
             active.update(o.id for o in e.outs)
     return active
 
@@ -125,8 +124,8 @@ class _Reverser:
         g = cts.pop(o.id, None)
         if g is None:
             return
-        needs = [isinstance(a, Var) and a.id in self.active and e.prim.is_diff_input(i)
-                 for i, a in enumerate(e.ins)]
+        needs = [isinstance(a, Var) and a.id in self.active and
+                 e.prim.carries_derivative(i, e.ins, e.params) for i, a in enumerate(e.ins)]
         if not any(needs):
             return
         b = self.b

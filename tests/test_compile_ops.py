@@ -136,6 +136,18 @@ def f_clip_keywords(x):
     return np.sum(np.clip(x, min=-0.25, max=0.5) * x)
 
 
+def f_remainders(x, y):
+    """%, mod, remainder, fmod and // on arrays: d(x % y)/dy = -floor(x / y)."""
+    return np.sum(x % y * 2 + np.mod(x, y) ** 2 + np.remainder(x, 0.75) + np.fmod(x, y) * x
+                  + (x // y) * y + np.floor(x) * x + np.ceil(x) + np.trunc(x * y))
+
+
+def f_python_floats(x):
+    """float() and math functions of a 0-d value."""
+    s = np.sum(x)
+    return float(s) ** 2 + math.exp(s / 10) + math.sin(float(x[0, 0]))
+
+
 def f_tensor_methods(x):
     """Primitives that numpy spells nowhere, reached as methods: x.relu(), x.sigmoid()..."""
     return np.sum(x.relu() * 2 + x.sigmoid() + x.softplus())
@@ -151,6 +163,12 @@ ELEMENTWISE = [
     (f_maximum_minimum, [D34, distinct(4) * 0.9], (0, 1)),
     (f_where_compare, [D34, distinct(3, 1) * 0.8], (0, 1)), (f_where_chained, [D34 / 4]),
     (f_clip, [D34 / 2]), (f_clip_keywords, [D34 / 3]),
+    # float() of a Tensor is a plain number on the tape: finite differences only
+    (f_python_floats, [X34], 0, False, True),
+    # x / y and x / 0.75 stay 0.2 away from integers, so finite differences are valid
+    (f_remainders, [np.array([[0.5, 1.6, -1.4, 2.45], [-2.5, 0.4, 1.55, -0.6],
+                              [2.6, -1.45, 0.55, 1.4]]),
+                    np.array([1.02, -0.97, 0.98, 1.01])], (0, 1)),
     # numpy arrays have no .relu(): the tape (on Tensors) is the reference
     (f_tensor_methods, [D34], 0, True, False),
 ]

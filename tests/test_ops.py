@@ -68,6 +68,17 @@ def few(rng, shape):
     return rng.integers(-2, 3, shape).astype(np.float64)
 
 
+def half_integers(rng, shape):
+    """k + 0.5 (k in -2..2) plus a little noise: far from the jumps of floor and of
+    x % y for y near +-1, so finite differences see the one-sided derivative."""
+    return rng.integers(-2, 3, shape) + 0.5 + rng.uniform(-0.05, 0.05, shape)
+
+
+def near_one(rng, shape):
+    """+-[0.95, 1.05]: with half_integers as x, x / y stays 0.3 away from an integer."""
+    return rng.choice([-1.0, 1.0], shape) * rng.uniform(0.95, 1.05, shape)
+
+
 def boolean(rng, shape):
     return rng.random(shape) < 0.5
 
@@ -230,6 +241,7 @@ for _shapes, _axis in ((((2, 3), (4, 3), (1, 3)), 0), (((2, 3), (2, 1)), 1),
 # creation, no gradient
 spec("zeros_like", [A((2, 3))], ref=np.zeros_like)
 spec("stop_gradient", [A((2, 3))], ref=lambda x: x)
+spec("to_float", [A(())], ref=float)
 spec("broadcast_shapes", [(3, 1), (4,)], ref=lambda a, b: np.broadcast_shapes(a, b))
 spec("ones_like", [A((3,))], ref=np.ones_like)
 spec("zeros", [(2, 3)], ref=np.zeros)
@@ -259,7 +271,8 @@ UNARY = [
     ("sinh", np.sinh, real), ("cosh", np.cosh, real), ("arcsin", np.arcsin, unit),
     ("arccos", np.arccos, unit), ("arctan", np.arctan, real), ("absolute", np.abs, nonzero),
     ("sign", np.sign, nonzero), ("relu", ref_relu, nonzero), ("sigmoid", ref_sigmoid, real),
-    ("softplus", ref_softplus, real),
+    ("softplus", ref_softplus, real), ("floor", np.floor, half_integers),
+    ("ceil", np.ceil, half_integers), ("trunc", np.trunc, half_integers),
 ]
 for _p, _ref, _dom in UNARY:
     for _shape in ((), (3,), (2, 3)):
@@ -271,7 +284,10 @@ BROADCAST_PAIRS = [((3,), (3,)), ((3, 1), (4,)), ((), (2, 3)), ((2, 3), ()),
 BINARY = [("add", np.add, real, real), ("subtract", np.subtract, real, real),
           ("multiply", np.multiply, real, real), ("divide", np.divide, real, nonzero),
           ("power", np.power, pos, real), ("maximum", np.maximum, real, real),
-          ("minimum", np.minimum, real, real)]
+          ("minimum", np.minimum, real, real),
+          ("remainder", np.remainder, half_integers, near_one),
+          ("fmod", np.fmod, half_integers, near_one),
+          ("floor_divide", np.floor_divide, half_integers, near_one)]
 for _p, _ref, _dx, _dy in BINARY:
     for _sx, _sy in BROADCAST_PAIRS:
         spec(_p, [A(_sx, _dx), A(_sy, _dy)], ref=_ref)

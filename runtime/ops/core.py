@@ -47,13 +47,13 @@ class Primitive:
     __slots__ = (
         "name", "impl", "vjps", "nondiff", "broadcasts", "differentiable", "meta",
         "reads_inputs", "reads_out", "spell", "defaults", "elementwise", "doc",
-        "convention", "variadic", "jvp", "custom",
+        "convention", "variadic", "jvp", "custom", "zero_grad",
     )
 
     def __init__(self, name, impl, *, vjps=(), nondiff=(), broadcasts=False,
                  differentiable=True, meta=False, reads_inputs=True, reads_out=False,
                  spell=None, defaults=None, elementwise=False, convention="",
-                 variadic=False, doc=""):
+                 variadic=False, doc="", zero_grad=None):
         self.name = name
         self.impl = impl
         self.vjps = tuple(vjps)
@@ -73,6 +73,14 @@ class Primitive:
         #: `tangents[i]` is None where input i has no tangent. Set by `runtime.ops.jvps`.
         self.jvp = None
         self.custom = False  # a user's op (srcgrad.primitive): a missing rule is an error
+        #: declared: the output carries no derivative of the inputs (a piecewise-constant op
+        #: such as sign or floor, a predicate, a creator, or a meta op that reads only
+        #: shapes). True, False, or a function `(args, params) -> bool` (astype is
+        #: piecewise constant when it casts to an integer or boolean dtype).
+        #: Ops with boolean outputs and creators (not differentiable, not meta) declare it
+        #: by default; a meta op (pack, mod on ints...) never does unless it says so, so an
+        #: active value reaching one is a soundness error rather than a silent zero.
+        self.zero_grad = (not differentiable and not meta) if zero_grad is None else zero_grad
 
     def __call__(self, *args, **params):
         if _stager is not None:
@@ -91,6 +99,23 @@ class Primitive:
 
     def is_diff_input(self, i: int) -> bool:
         return self.differentiable and i not in self.nondiff
+
+    def declares_zero(self, args, params) -> bool:
+        """Is this op's output declared to have a zero derivative (for these operands)?"""
+        z = self.zero_grad
+        return z(args, params) if callable(z) else bool(z)
+
+    def carries_derivative(self, i: int, args, params) -> bool:
+        """Does input i pass a derivative on? False where declared zero or
+        non-differentiable (an index, a shape, a condition)."""
+        return self.is_diff_input(i) and not self.declares_zero(args, params)
+
+    def sound_input(self, i: int, args, params) -> bool:
+        """May an input that depends on a differentiated value reach position i? Only
+        if a VJP rule covers it or a zero derivative is declared: never silently."""
+        if self.declares_zero(args, params) or i in self.nondiff:
+            return True
+        return self.differentiable and self.rule(i) is not None
 
     def __repr__(self):
         return f"<primitive {self.name}>"
@@ -115,17 +140,17 @@ def apply_vjp(prim: Primitive, g, out, args: Sequence[Any], params: dict,
     """
     from .shapes import shape, sum_to  # the shape group imports this module
 
+    if prim.declares_zero(args, params):
+        return [None] * len(needs)
     cts = []
     for i, need in enumerate(needs):
         if not need:
             cts.append(None)
             continue
         rule = prim.rule(i)
-        if rule is None:
-            if prim.custom:
-                raise TypeError(f"no VJP rule for {prim.name!r} (input {i}); attach one "
-                                f"with @{prim.name}.defvjp")
-            ct = None
+        if rule is None:  # never a silent zero: a zero derivative must be declared
+            hint = f"; attach one with @{prim.name}.defvjp" if prim.custom else ""
+            raise TypeError(f"no VJP rule for {prim.name!r} (input {i}){hint}")
         elif prim.variadic:
             ct = rule(g, out, *args, index=i, **params)
         else:
@@ -204,7 +229,7 @@ def literal(v) -> str:
 
 def apply_jvp(prim: Primitive, tangents: Sequence, out, args: Sequence, params: dict):
     """The output tangent of `prim` given input tangents (None = zero); None if zero."""
-    if all(t is None for t in tangents):
+    if all(t is None for t in tangents) or prim.declares_zero(args, params):
         return None
     if prim.jvp is None:
         raise TypeError(f"no JVP rule for {prim.name!r}"

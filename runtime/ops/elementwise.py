@@ -23,7 +23,8 @@ __all__ = [
     "expm1", "sqrt", "square", "reciprocal", "sin", "cos", "tan", "tanh", "sinh", "cosh",
     "arcsin", "arccos", "arctan", "absolute", "sign", "maximum", "minimum", "where", "clip",
     "relu", "sigmoid", "softplus", "less", "less_equal", "greater", "greater_equal", "equal",
-    "not_equal", "logical_and", "logical_or", "logical_not", "isfinite",
+    "not_equal", "logical_and", "logical_or", "logical_not", "isfinite", "remainder", "fmod",
+    "floor_divide", "floor", "ceil", "trunc",
 ]
 
 
@@ -239,13 +240,34 @@ arcsin = _unary("arcsin", vjp_arcsin)
 arccos = _unary("arccos", vjp_arccos)
 arctan = _unary("arctan", vjp_arctan)
 absolute = _unary("absolute", vjp_absolute, np_name="abs", convention="abs'(0) = 0")
-sign = _unary("sign", None, convention="zero gradient everywhere")
+sign = _unary("sign", None, zero_grad=True, convention="zero gradient everywhere")
+floor = _unary("floor", None, zero_grad=True, convention="zero gradient everywhere")
+ceil = _unary("ceil", None, zero_grad=True, convention="zero gradient everywhere")
+trunc = _unary("trunc", None, zero_grad=True, convention="zero gradient everywhere")
 relu = defop("relu", _relu, vjp_relu, spell=call("relu"), elementwise=True,
              convention="relu'(0) = 0")
 sigmoid = defop("sigmoid", _sigmoid, vjp_sigmoid, spell=call("sigmoid"), elementwise=True,
                 reads_inputs=False, reads_out=True)
 softplus = defop("softplus", _softplus, vjp_softplus, spell=call("softplus"),
                  elementwise=True, doc="log(1 + exp(x)), computed without overflow")
+
+
+# ---- remainders: x % y = x - floor(x / y) * y, fmod(x, y) = x - trunc(x / y) * y ----------
+
+def vjp_remainder_y(g, out, x, y):
+    return negative(multiply(g, floor_divide(x, y)))
+
+
+def vjp_fmod_y(g, out, x, y):
+    return negative(multiply(g, trunc(divide(x, y))))
+
+
+floor_divide = _binary("floor_divide", None, None, spell=fmt("{0} // {1}"), zero_grad=True,
+                       convention="zero gradient everywhere (piecewise constant)")
+remainder = _binary("remainder", vjp_add, vjp_remainder_y, spell=fmt("{0} % {1}"),
+                    convention="d/dx = 1, d/dy = -floor(x / y), away from the jumps")
+fmod = _binary("fmod", vjp_add, vjp_fmod_y,
+               convention="d/dx = 1, d/dy = -trunc(x / y), away from the jumps")
 
 
 # ---- maximum / minimum / where / clip -------------------------------------------------------

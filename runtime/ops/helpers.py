@@ -31,7 +31,11 @@ def as_float(x):
         import numpy
 
         return numpy.float64(x)
-    if dt.kind not in "fc":
+    if dt.kind == "c":
+        raise TypeError(f"gradients need real floating inputs, got an array of dtype {dt}: "
+                        "srcgrad differentiates real functions (split a complex value into "
+                        "its real and imaginary parts)")
+    if dt.kind != "f":
         raise TypeError(f"gradients need floating inputs, got an array of dtype {dt}; "
                         "convert it with x.astype(float)")
     return x
@@ -40,6 +44,11 @@ def as_float(x):
 def check_scalar(out):
     """Refuse a non-scalar output: the gradient of a vector function is not defined."""
     shape = getattr(out, "shape", ())
+    kind = getattr(getattr(out, "dtype", None), "kind", "f")
+    if kind in "bcOSUV" or isinstance(out, (bool, complex, str)):
+        raise TypeError(f"Gradient only defined for real scalar-output functions; the "
+                        f"output is {type(out).__name__} of dtype "
+                        f"{getattr(out, 'dtype', type(out).__name__)}.")
     if shape != ():
         raise TypeError(
             "Gradient only defined for scalar-output functions. Output had shape: "

@@ -21,7 +21,7 @@ __all__ = ["JVP_KIND", "install"]
 LINEAR = {
     "negative", "reshape", "transpose", "swapaxes", "moveaxis", "expand_dims", "squeeze",
     "broadcast_to", "sum_to", "concatenate", "stack", "flip", "getitem", "scatter_add",
-    "cast_like", "astype", "sum", "mean", "trace", "trace_transpose", "to_device",
+    "cast_like", "astype", "sum", "mean", "trace", "trace_transpose", "to_device", "to_float",
 }
 MULTILINEAR_SUFFIX = ("matmul", "dot", "inner", "outer", "tensordot")
 REDUCTIONS = {"prod", "max", "min", "var", "std", "logsumexp"}

@@ -72,6 +72,8 @@ _UFUNCS = {
     numpy.greater_equal: E.greater_equal, numpy.equal: E.equal, numpy.not_equal: E.not_equal,
     numpy.logical_and: E.logical_and, numpy.logical_or: E.logical_or,
     numpy.logical_not: E.logical_not, numpy.isfinite: E.isfinite, numpy.matmul: L.matmul,
+    numpy.remainder: E.remainder, numpy.fmod: E.fmod, numpy.floor_divide: E.floor_divide,
+    numpy.floor: E.floor, numpy.ceil: E.ceil, numpy.trunc: E.trunc,
 }
 #: ufunc -> primitive, for `__array_ufunc__`
 UFUNCS = dict(_UFUNCS)
@@ -92,7 +94,8 @@ def _ufunc_adapter(ufunc, prim):
 for _uf, _prim in _UFUNCS.items():
     NUMPY[_uf] = _ufunc_adapter(_uf, _prim)
 
-# numpy.abs is numpy.absolute, numpy.divide is numpy.true_divide: same objects, already in.
+# numpy.abs is numpy.absolute, numpy.divide is numpy.true_divide, numpy.mod is
+# numpy.remainder: same objects, already in.
 
 
 @spelling(numpy.where)

@@ -49,7 +49,7 @@ def _spell_reduced_size(ins, params, defaults):
     return call("reduced_size")(ins, params, defaults)
 
 
-reduced_size = defop("reduced_size", reduced_size_impl, meta=True,
+reduced_size = defop("reduced_size", reduced_size_impl, meta=True, zero_grad=True,
                      spell=_spell_reduced_size, defaults=dict(axis=None))
 
 

@@ -16,6 +16,7 @@ __all__ = [
     "broadcast_to", "sum_to", "concatenate", "stack", "flip", "getitem", "scatter_add",
     "zeros_like", "ones_like", "cast_like", "astype", "zeros", "ones", "full", "eye",
     "arange", "broadcast_shapes", "concat_index", "is_basic_index", "to_device", "stop_gradient",
+    "to_float",
 ]
 
 
@@ -26,8 +27,8 @@ def _shape_of(x):
 
 # ---- meta: shapes as values ------------------------------------------------------------------
 
-shape = defop("shape", _shape_of, meta=True, spell=fmt("{0}.shape"))
-ndim = defop("ndim", lambda x: len(_shape_of(x)), meta=True, spell=fmt("{0}.ndim"))
+shape = defop("shape", _shape_of, meta=True, zero_grad=True, spell=fmt("{0}.shape"))
+ndim = defop("ndim", lambda x: len(_shape_of(x)), meta=True, zero_grad=True, spell=fmt("{0}.ndim"))
 
 
 def _concat_index(*shapes, index, axis):
@@ -258,11 +259,28 @@ scatter_add = defop("scatter_add", _scatter_add, vjp_scatter_add, nondiff=(1, 2)
                     doc="zeros of `newshape` with `v` added at `idx` (repeats accumulate)")
 cast_like = defop("cast_like", _cast_like, vjp_cast_like, nondiff=(1,), reads_inputs=False,
                   spell=call("cast_like"), doc="x in the dtype of `like`")
+def _casts_to_integers(args, params) -> bool:
+    """astype to an integer or boolean dtype is piecewise constant: no derivative."""
+    return len(args) > 1 and numpy.dtype(args[1]).kind not in "fc"
+
+
 astype = defop("astype", _astype, vjp_astype, nondiff=(1,), reads_inputs=False,
-               spell=call("np.asarray"))
+               spell=call("np.asarray"), zero_grad=_casts_to_integers)
 stop_gradient = defop("stop_gradient", lambda x: x, differentiable=False,
                       spell=call("stop_gradient"),
                       doc="x itself, through which no gradient flows (the tape's detach)")
+def _to_float(x):
+    # numpy raises for arrays of one or more dimensions, as Python's float() does; the
+    # result is a float64 scalar (a Python float that still has .shape and .dtype)
+    return numpy.float64(float(x))
+
+
+def vjp_to_float(g, out, x):
+    return g
+
+
+to_float = defop("to_float", _to_float, vjp_to_float, reads_inputs=False, spell=call("to_float"),
+                 doc="Python's float() of a 0-d array (what math.exp(x) and float(x) do)")
 zeros_like = defop("zeros_like", _zeros_like, differentiable=False,
                    spell=call("np.zeros_like"))
 ones_like = defop("ones_like", _ones_like, differentiable=False, spell=call("np.ones_like"))
