@@ -13,6 +13,7 @@ import functools
 import inspect
 import os
 import sys
+import threading
 import weakref
 from typing import Any, Callable
 
@@ -126,6 +127,7 @@ class _CompiledBase:
         self._graph = None
         self.compile_count = 0
         self.cache_path = None
+        self._compile_lock = threading.RLock()
         functools.update_wrapper(self, fun)
         _LIVE.add(self)
 
@@ -222,6 +224,12 @@ class _CompiledBase:
         return (g, aux) if self.has_aux else g
 
     def _compile(self):
+        # first calls from several threads at once: one compiles, the others wait for it
+        # (a build keeps its state on the instance)
+        with self._compile_lock:
+            return self._impl if self._impl is not None else self._compile_now()
+
+    def _compile_now(self):
         key = None
         loaded = None
         if self.use_disk_cache and _cache.cache_dir() is not None:

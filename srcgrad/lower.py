@@ -151,8 +151,9 @@ def _has_var(v) -> bool:
 
 # ---- the builder: where staged primitive calls land -----------------------------------------
 
+# the builder of this thread's compilation: compilations in other threads, and the tape,
+# run beside it untouched
 _local = threading.local()
-_lock = threading.RLock()
 
 
 def current_builder() -> "Builder":
@@ -163,13 +164,12 @@ def current_builder() -> "Builder":
 
 
 class staging:
-    """Context: route every primitive call to `builder` (one compilation at a time)."""
+    """Context: route every primitive call made by this thread to `builder`."""
 
     def __init__(self, builder):
         self.builder = builder
 
     def __enter__(self):
-        _lock.acquire()
         self.prev_builder = getattr(_local, "builder", None)
         _local.builder = self.builder
         self.prev_stager = opcore.set_stager(self.builder.stage)
@@ -178,7 +178,6 @@ class staging:
     def __exit__(self, *exc):
         opcore.set_stager(self.prev_stager)
         _local.builder = self.prev_builder
-        _lock.release()
         return False
 
 

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import numbers
+import threading
 
 import numpy
 
@@ -193,9 +194,8 @@ def optimize(graph: Graph, named: set | None = None, passes=PASSES, keep=()) -> 
     named = set() if named is None else named
     eqns = list(graph.eqns)
     outputs = graph.outputs
-    _PROTECTED.clear()
-    _PROTECTED.update(v.id for v in graph.inputs)
-    _SHAPE_ALIAS.clear()
+    _state.protected = {v.id for v in graph.inputs}
+    _state.shape_alias = {}
     while True:
         run = _Run(graph, named, passes)
         eqns = run.block(eqns, {}, {})
@@ -222,7 +222,7 @@ class _Run:
         self.graph, self.named, self.passes = graph, named, passes
         self.subst: dict[int, object] = {}
         self.changed = False
-        self.shape_alias: dict[int, Var] = _SHAPE_ALIAS
+        self.shape_alias: dict[int, Var] = _state.shape_alias
         from .lower import Builder
 
         self.facts = Builder()  # only its shape/dtype class rules are used
@@ -352,10 +352,11 @@ def _dce(eqns, live: set) -> list:
     return kept[::-1]
 
 
-_PROTECTED: set = set()
-# shape Vars computed without the value they are the shape of (see "shape" in _simplify):
-# id -> that value, so later rules still know whose shape it is
-_SHAPE_ALIAS: dict = {}  # ids of the graph's inputs: their names are the parameters'
+# Per compiling thread (compilations in other threads run at the same time), set by
+# `optimize`: `protected`, the ids of the graph's inputs (their names are the parameters');
+# `shape_alias`, shape Vars computed without the value they are the shape of (see "shape"
+# in _simplify): id -> that value, so later rules still know whose shape it is.
+_state = threading.local()
 
 
 def _move_name(old: Var, new, named: set, phase: str = "fwd", producer=None):
@@ -368,7 +369,7 @@ def _move_name(old: Var, new, named: set, phase: str = "fwd", producer=None):
     if made_by is not None and made_by.phase == "fwd" and phase == "bwd":
         return
     if isinstance(new, Var) and old.id in named and new.id not in named and \
-            new.const_name is None and new.id not in _PROTECTED:
+            new.const_name is None and new.id not in _state.protected:
         new.hint = old.hint
         named.add(new.id)
 

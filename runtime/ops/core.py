@@ -16,6 +16,7 @@ Calling a primitive dispatches on its arguments: the first argument whose type h
 """
 from __future__ import annotations
 
+import threading
 from typing import Any, Callable, Optional, Sequence
 
 from numpy import ndarray as _ndarray
@@ -30,14 +31,24 @@ ZERO = None
 
 # While the compiler lowers a function it installs a stager that sees every primitive call
 # (also those whose arguments are all constants, so that `np.zeros(3)` stays code instead
-# of becoming an embedded array). None the rest of the time.
-_stager = None
+# of becoming an embedded array). The stager belongs to the compiling thread: the tape, or
+# another compilation, in another thread at the same time is not routed into it.
+_local = threading.local()
+# how many threads have a stager installed: while none has, a call skips the thread-local
+# lookup (the common case for the tape and for custom ops called by generated code)
+_staging_threads = 0
+_count_lock = threading.Lock()
 
 
 def set_stager(fn):
-    """Install (or with None remove) the compiler's hook; returns the previous one."""
-    global _stager
-    prev, _stager = _stager, fn
+    """Install (or with None remove) the compiler's hook for the calling thread; returns
+    the previous one."""
+    global _staging_threads
+    prev = getattr(_local, "stager", None)
+    _local.stager = fn
+    if (prev is None) != (fn is None):
+        with _count_lock:
+            _staging_threads += 1 if fn is not None else -1
     return prev
 
 
@@ -75,8 +86,10 @@ class Primitive:
         self.custom = False  # a user's op (srcgrad.primitive): a missing rule is an error
 
     def __call__(self, *args, **params):
-        if _stager is not None:
-            return _stager(self, args, params)
+        if _staging_threads:
+            stager = getattr(_local, "stager", None)
+            if stager is not None:
+                return stager(self, args, params)
         for a in args:
             hook = getattr(type(a), "__op_dispatch__", None)
             if hook is not None:
