@@ -182,7 +182,7 @@ def _key(e: Eqn):
         params = tuple(sorted((k, literal(v)) for k, v in e.params.items()))
     except TypeError:
         return None
-    return (e.prim.name, tuple(parts), params)
+    return (e.prim, tuple(parts), params)  # the op itself: two user's ops may share a name
 
 
 _STRUCTURED = {"cond", "for", "while", "newstack", "push", "pop"}

@@ -29,6 +29,10 @@ PRIMITIVES: dict[str, "Primitive"] = {}
 #: A rule returns None for "this input gets no gradient" (a structural zero).
 ZERO = None
 
+#: names of the op set's primitives and of the compiler's own (pack, cond...): the stages
+#: tell ops apart by name, so a user's op (runtime.ops.custom) never takes one of these
+RESERVED_NAMES: set = set()
+
 # While the compiler lowers a function it installs a stager that sees every primitive call
 # (also those whose arguments are all constants, so that `np.zeros(3)` stays code instead
 # of becoming an embedded array). The stager belongs to the compiling thread: the tape, or
@@ -60,6 +64,7 @@ class Primitive:
         "reads_inputs", "reads_out", "spell", "defaults", "elementwise", "doc",
         "convention", "variadic", "jvp", "custom",
     )
+    _reserves_name = True  # see RESERVED_NAMES
 
     def __init__(self, name, impl, *, vjps=(), nondiff=(), broadcasts=False,
                  differentiable=True, meta=False, reads_inputs=True, reads_out=False,
@@ -84,6 +89,8 @@ class Primitive:
         #: `tangents[i]` is None where input i has no tangent. Set by `runtime.ops.jvps`.
         self.jvp = None
         self.custom = False  # a user's op (srcgrad.primitive): a missing rule is an error
+        if self._reserves_name:
+            RESERVED_NAMES.add(name)
 
     def __call__(self, *args, **params):
         if _staging_threads:
@@ -136,8 +143,9 @@ def apply_vjp(prim: Primitive, g, out, args: Sequence[Any], params: dict,
         rule = prim.rule(i)
         if rule is None:
             if prim.custom:
-                raise TypeError(f"no VJP rule for {prim.name!r} (input {i}); attach one "
-                                f"with @{prim.name}.defvjp")
+                name = getattr(prim, "__name__", prim.name)  # the user's own name
+                raise TypeError(f"no VJP rule for {name!r} (input {i}); attach one "
+                                f"with @{name}.defvjp")
             ct = None
         elif prim.variadic:
             ct = rule(g, out, *args, index=i, **params)
@@ -220,6 +228,7 @@ def apply_jvp(prim: Primitive, tangents: Sequence, out, args: Sequence, params: 
     if all(t is None for t in tangents):
         return None
     if prim.jvp is None:
-        raise TypeError(f"no JVP rule for {prim.name!r}"
-                        + (f"; attach one with @{prim.name}.defjvp" if prim.custom else ""))
+        name = getattr(prim, "__name__", prim.name)  # a user's op: the user's own name
+        raise TypeError(f"no JVP rule for {name!r}"
+                        + (f"; attach one with @{name}.defjvp" if prim.custom else ""))
     return prim.jvp(list(tangents), out, *args, **params)
