@@ -56,7 +56,8 @@ def _describe(value, seen: set, depth: int = 0) -> str:
         return _function_text(value, seen, depth + 1)
     rules = getattr(value, "rules", None)
     if isinstance(rules, dict) and hasattr(value, "fun"):  # a custom op: body and rules
-        return "op:" + "|".join([_function_text(value.fun, seen, depth + 1)] + [
+        head = f"op(pure={getattr(value, 'pure', False)}):"  # a pure op's calls may be folded
+        return head + "|".join([_function_text(value.fun, seen, depth + 1)] + [
             f"{k}={_function_text(r, seen, depth + 1)}" for k, r in sorted(rules.items())])
     mod = getattr(value, "__name__", None)
     return f"{type(value).__name__}:{mod}"

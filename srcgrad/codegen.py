@@ -281,6 +281,8 @@ def _python_numbers_pass(eqns, out, maybe, pushed):
                 out.add(e.outs[0].id)
             elif name == "sum_to" and maybe(e.ins[0]):  # returns a number it is given as is
                 out.add(e.outs[0].id)
+            elif getattr(e.prim, "custom", False):  # a user's op returns what it likes
+                out.update(o.id for o in e.outs)
             for b in e.blocks():
                 _python_numbers_pass(b.eqns, out, maybe, pushed)
 

@@ -216,7 +216,8 @@ class Builder:
         for i, a in enumerate(args):
             if isinstance(a, (tuple, slice)) and _has_var(a):
                 args[i] = self.index_value(a)
-        if not any(isinstance(a, Var) for a in args) and prim.name not in _CREATORS:
+        if not any(isinstance(a, Var) for a in args) and prim.name not in _CREATORS and \
+                prim.pure:  # an impure op (random draws...) is called at every run
             result = prim.impl(*args, **params)
             if not isinstance(result, numpy.ndarray) or result.size <= 16:
                 return result  # constant folding

@@ -169,6 +169,8 @@ def _simplify(e: Eqn, c: _Ctx):
 
 
 def _key(e: Eqn):
+    if not e.prim.pure:
+        return None  # two calls of an impure op are two results
     parts = []
     for a in e.ins:
         if isinstance(a, Var):
@@ -285,7 +287,7 @@ class _Run:
                     self.changed = True
                     continue
             if "fold" in self.passes and not any(isinstance(a, Var) for a in e.ins) and \
-                    e.prim.name not in _CREATORS and e.prim.impl is not None:
+                    e.prim.name not in _CREATORS and e.prim.impl is not None and e.prim.pure:
                 value = e.prim.impl(*e.ins, **e.params)
                 if not isinstance(value, numpy.ndarray) or value.size <= 16:
                     self.subst[out.id] = value
@@ -306,7 +308,8 @@ class _Run:
 
 
 def _has_effects(eqns) -> bool:
-    return any(e.prim.name in ("push", "pop") or _has_effects_blocks(e) for e in eqns)
+    return any(e.prim.name in ("push", "pop") or not e.prim.pure or _has_effects_blocks(e)
+               for e in eqns)
 
 
 def _has_effects_blocks(e) -> bool:
@@ -346,7 +349,7 @@ def _dce(eqns, live: set) -> list:
             live.update(v.id for v in e.ins if isinstance(v, Var))
             kept.append(e)
             continue
-        if any(o.id in live for o in e.outs):
+        if any(o.id in live for o in e.outs) or not e.prim.pure:  # an impure call stays
             kept.append(e)
             live.update(v.id for v in e.ins if isinstance(v, Var))
     return kept[::-1]

@@ -9,7 +9,8 @@ A `Primitive` holds
   symbolic values (staging into the adjoint graph),
 - `spell`: how generated source writes a call (a format string or a function),
 - flags the engines need: which inputs are differentiable, whether the op broadcasts
-  its inputs, whether its rules read the primal inputs or output.
+  its inputs, whether its rules read the primal inputs or output, whether it is pure
+  (the op set is; a user's op only when declared so).
 
 Calling a primitive dispatches on its arguments: the first argument whose type has an
 `__op_dispatch__` hook (Tensor, the compiler's Var) takes the call; otherwise `impl` runs.
@@ -62,14 +63,14 @@ class Primitive:
     __slots__ = (
         "name", "impl", "vjps", "nondiff", "broadcasts", "differentiable", "meta",
         "reads_inputs", "reads_out", "spell", "defaults", "elementwise", "doc",
-        "convention", "variadic", "jvp", "custom",
+        "convention", "variadic", "jvp", "custom", "pure",
     )
     _reserves_name = True  # see RESERVED_NAMES
 
     def __init__(self, name, impl, *, vjps=(), nondiff=(), broadcasts=False,
                  differentiable=True, meta=False, reads_inputs=True, reads_out=False,
                  spell=None, defaults=None, elementwise=False, convention="",
-                 variadic=False, doc=""):
+                 variadic=False, doc="", pure=True):
         self.name = name
         self.impl = impl
         self.vjps = tuple(vjps)
@@ -89,6 +90,10 @@ class Primitive:
         #: `tangents[i]` is None where input i has no tangent. Set by `runtime.ops.jvps`.
         self.jvp = None
         self.custom = False  # a user's op (srcgrad.primitive): a missing rule is an error
+        #: the same arguments always give the same result, and a call has no other effect:
+        #: the compiler may evaluate a call on constants once, merge equal calls and drop
+        #: unused ones. Not so for an op that draws random numbers, reads a clock, logs...
+        self.pure = pure
         if self._reserves_name:
             RESERVED_NAMES.add(name)
 

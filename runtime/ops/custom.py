@@ -16,6 +16,10 @@ operators, which work on arrays, Tensors and the compiler's values alike.
   tuple with one entry per input (None for "no gradient").
 - `defjvp(rule)`: `rule(tangents, out, *inputs)` returns the output tangent; `tangents`
   has one entry per input, None where an input has no tangent.
+
+An op is not taken to be pure: the compiler calls it wherever the user's code does, also
+on constant arguments. `@srcgrad.primitive(pure=True)` (or `op.pure = True`) lets it
+evaluate such calls once at compile time and merge equal calls.
 """
 from __future__ import annotations
 
@@ -62,13 +66,13 @@ class CustomPrimitive(Primitive):
 
     _reserves_name = False  # a unique name of its own instead (see REGISTRY)
 
-    def __init__(self, fun):
+    def __init__(self, fun, pure: bool = False):
         n = len([p for p in inspect.signature(fun).parameters.values()
                  if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY,
                                                          p.POSITIONAL_OR_KEYWORD)])
         name = _register(self, fun.__name__)
         super().__init__(name, fun, vjps=(), broadcasts=True, reads_out=True,
-                         spell=call(name))
+                         spell=call(name), pure=pure)
         self.rules = {}  # "vjp"/"jvp" -> the user's rule (the disk cache key reads them)
         self.custom = True
         self.fun = fun
@@ -108,6 +112,13 @@ class CustomPrimitive(Primitive):
         return f"<srcgrad.primitive {self.name}>"
 
 
-def primitive(fun) -> CustomPrimitive:
-    """Turn `fun` (written with numpy) into an op with user-supplied derivative rules."""
-    return CustomPrimitive(fun)
+def primitive(fun=None, *, pure: bool = False):
+    """Turn `fun` (written with numpy) into an op with user-supplied derivative rules.
+
+    `@primitive(pure=True)` declares that equal arguments always give equal results and
+    that a call does nothing else: the compiler may then evaluate a call on constant
+    arguments at compile time, and merge or drop calls. Without it every call in the
+    user's code is a call at run time (an op may draw random numbers, say)."""
+    if fun is None:
+        return functools.partial(CustomPrimitive, pure=pure)
+    return CustomPrimitive(fun, pure=pure)
