@@ -11,8 +11,7 @@ import numpy
 from . import ops
 from .backend import get_xp, is_array
 from .mode import enable_grad, is_grad_enabled
-from .ops import apply_vjp
-from .ops import PRIMITIVES
+from .ops import PRIMITIVES, apply_vjp
 from .ops.numpy_api import ATTRIBUTES, METHODS, NUMPY
 from . import tape as _tape
 from .tape import AccumulateGrad, Node, _retain
@@ -246,7 +245,10 @@ class Tensor:
         if k is not None:
             t._version_box = args[k]._version_box
             if prim.is_diff_input(k) and _is_float(out):
-                _make_view(t, args[k], (prim, tuple(args), k, params), record)
+                # the parent's slot stays empty: a replay fills it, and a chain of views
+                # keeps only its base alive, not each parent and its graph
+                template = tuple(None if i == k else a for i, a in enumerate(args))
+                _make_view(t, args[k], (prim, template, k, params), record)
         if not any(needs) or not _is_float(out):
             return t
         nexts = tuple((a.grad_fn or a._accumulator()) if n else None

@@ -107,9 +107,9 @@ def find_op(fingerprint: str):
     """The live user's op with this fingerprint; None when there is none, or several
     (ops that close over objects the fingerprint cannot tell apart): the caller then
     compiles afresh rather than guess."""
-    from runtime.ops.custom import REGISTRY
+    from runtime.ops.custom import live_ops
 
-    found = [op for op in list(REGISTRY.values()) if op_fingerprint(op) == fingerprint]
+    found = [op for op in live_ops() if op_fingerprint(op) == fingerprint]
     return found[0] if len(found) == 1 else None
 
 

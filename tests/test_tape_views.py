@@ -128,6 +128,14 @@ def setitem_fancy_index(x, y):
     return (a * a).sum()
 
 
+def augmented_assignment_to_an_index(x, y):
+    a = x * 1.0
+    a[1:] *= y  # Python: view = a[1:]; view *= y; a[1:] = view
+    a[:2] += y[:2] ** 2
+    a.T[3:] -= x[:1]
+    return (a * a).sum()
+
+
 def into_a_constant(y):
     a = rt.tensor(np.zeros(4)) if isinstance(y, rt.Tensor) else y.new_zeros(4)
     a[1:3] = y * y
@@ -149,6 +157,7 @@ PROGRAMS = [
     (setitem_broadcast, [(3, 3), (3,)]),
     (setitem_through_a_view, [(3, 3), (3,)]),
     (setitem_fancy_index, [(5,), (3,)]),
+    (augmented_assignment_to_an_index, [(4,), (3,)]),
     (into_a_constant, [(2,)]),
 ]
 

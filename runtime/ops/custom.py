@@ -33,7 +33,7 @@ import weakref
 
 from .core import RESERVED_NAMES, Primitive, call
 
-__all__ = ["CustomPrimitive", "primitive", "REGISTRY"]
+__all__ = ["CustomPrimitive", "primitive", "REGISTRY", "live_ops"]
 
 #: name -> op, for every live custom op. Each op has a name of its own: the user's function
 #: name, or that name with a suffix (`scaled_2`) when another live op, an op of the set, or
@@ -59,6 +59,12 @@ def _register(op, base: str) -> str:
             name = f"{base}_{k}"
         REGISTRY[name] = op
     return name
+
+
+def live_ops() -> list:
+    """Every live custom op (a snapshot: other threads may be making ops meanwhile)."""
+    with _registry_lock:
+        return list(REGISTRY.values())
 
 
 class CustomPrimitive(Primitive):
