@@ -10,8 +10,8 @@ import numpy
 
 from . import ops
 from .backend import get_xp, is_array
-from .mode import is_grad_enabled
-from .ops import PRIMITIVES
+from .mode import enable_grad, is_grad_enabled
+from .ops import PRIMITIVES, apply_vjp
 from .ops.numpy_api import ATTRIBUTES, METHODS, NUMPY
 from . import tape as _tape
 from .tape import AccumulateGrad, Node, _retain
@@ -37,8 +37,13 @@ def _unwrap_index(idx):
 class Tensor:
     """An array with autograd: `requires_grad`, `grad`, `grad_fn`, `backward()`."""
 
-    __slots__ = ("data", "grad", "grad_fn", "_requires_grad", "_version_box", "_acc",
-                 "_retains_grad", "__weakref__")
+    # An autograd view (a slice, .T, a reshape that shares memory...) keeps its `_base` (a
+    # Tensor that is not such a view) and the `_view_steps` that make it from the base, so
+    # that an in-place write through it can rewrite the base's history and so that its own
+    # `grad_fn` can be remade from the base's history once the shared memory was written
+    # (`_view_version`: the version its grad_fn was made at).
+    __slots__ = ("data", "grad", "_grad_fn", "_requires_grad", "_version_box", "_acc",
+                 "_retains_grad", "_base", "_view_steps", "_view_version", "__weakref__")
 
     def __init__(self, data, requires_grad: bool = False):
         if isinstance(data, Tensor):
@@ -47,11 +52,13 @@ class Tensor:
             data = numpy.asarray(data)
         self.data = data
         self.grad = None
-        self.grad_fn = None
+        self._grad_fn = None
         self._requires_grad = False
         self._version_box = [0]
         self._acc = None
         self._retains_grad = False
+        self._base = None
+        self._view_steps = None
         if requires_grad:
             self.requires_grad = True
 
@@ -60,17 +67,31 @@ class Tensor:
         t = cls.__new__(cls)
         t.data = data
         t.grad = None
-        t.grad_fn = node
+        t._grad_fn = node
         t._requires_grad = node is not None
         t._version_box = [0]
         t._acc = None
         t._retains_grad = False
+        t._base = None
+        t._view_steps = None
         return t
 
     # ---- autograd attributes ------------------------------------------------------------
 
     @property
+    def grad_fn(self):
+        if self._base is not None and self._view_version != self._version_box[0]:
+            self._refresh_view()
+        return self._grad_fn
+
+    @grad_fn.setter
+    def grad_fn(self, node):
+        self._grad_fn = node
+
+    @property
     def requires_grad(self) -> bool:
+        if self._base is not None and self._view_version != self._version_box[0]:
+            self._refresh_view()
         return self._requires_grad
 
     @requires_grad.setter
@@ -210,7 +231,7 @@ class Tensor:
         for i, a in enumerate(args):
             if isinstance(a, Tensor):
                 datas.append(a.data)
-                needs.append(record and a._requires_grad and prim.is_diff_input(i))
+                needs.append(record and a.requires_grad and prim.is_diff_input(i))
             else:
                 datas.append(_unwrap_index(a) if prim.name == "getitem" else a)
                 needs.append(False)
@@ -220,15 +241,20 @@ class Tensor:
         if not is_array(out):
             out = get_xp(*datas).asarray(out)
         t = Tensor._wrap(out)
-        base = _view_of(out, args)
-        if base is not None:
-            t._version_box = base._version_box
+        k = _view_of(out, args)
+        if k is not None:
+            t._version_box = args[k]._version_box
+            if prim.is_diff_input(k) and _is_float(out):
+                # the parent's slot stays empty: a replay fills it, and a chain of views
+                # keeps only its base alive, not each parent and its graph
+                template = tuple(None if i == k else a for i, a in enumerate(args))
+                _make_view(t, args[k], (prim, template, k, params), record)
         if not any(needs) or not _is_float(out):
             return t
         nexts = tuple((a.grad_fn or a._accumulator()) if n else None
                       for a, n in zip(args, needs))
         saved = tuple(args) if prim.name != "getitem" else (args[0], _unwrap_index(args[1]))
-        t.grad_fn = Node(prim, params, saved, tuple(needs), nexts, t)
+        t._grad_fn = Node(prim, params, saved, tuple(needs), nexts, t)
         t._requires_grad = True
         return t
 
@@ -348,31 +374,22 @@ class Tensor:
 
     def _inplace(self, prim, other):
         """Apply `prim(self, other)` in place: the data is overwritten, the version bumped."""
-        if self.is_leaf and self._requires_grad and is_grad_enabled():
-            raise RuntimeError("a leaf Variable that requires grad is being used in an "
-                               "in-place operation.")
-        other_t = other if isinstance(other, Tensor) else None
-        tracked = is_grad_enabled() and (self._requires_grad or
-                                         (other_t is not None and other_t._requires_grad))
-        if tracked:
-            # the old value lives on in a shell that takes over this Tensor's graph position
-            old = Tensor._wrap(self.data.copy(), self.grad_fn)
-            old._requires_grad = self._requires_grad
-            if self.grad_fn is not None:
-                self.grad_fn.out_ref = _weak(old)
-                if self.grad_fn.out_data is not None:
-                    # the node reads its output (exp, sqrt...): it must see the old value,
-                    # not the buffer that is about to be overwritten
-                    self.grad_fn.out_data = old.data
-            new = prim(old, other)
-            self.data[...] = new.data
-            self.grad_fn = new.grad_fn
-            self.grad_fn.out_ref = _weak(self)
-            self.grad_fn.out_version = self._version_box[0] + 1
-            self._requires_grad = True
+        o = other.data if isinstance(other, Tensor) else other
+        return self._write(lambda old: prim(old, other), lambda d: prim.impl(d, o), other)
+
+    def _write(self, compute, compute_data, other=None):
+        """Overwrite this Tensor with `compute(old value)`; unrecorded (grad mode off, or
+        nothing requires grad) with `compute_data(data)` on the array instead."""
+        _check_writable(self)
+        other_grad = isinstance(other, Tensor) and other.requires_grad
+        if not (is_grad_enabled() and (self.requires_grad or other_grad)):
+            self.data[...] = compute_data(self.data)
+        elif self._base is not None:
+            _write_view(self._base, self._view_steps, compute)
+        elif self._view_steps is _NO_GRAD_VIEW:
+            raise RuntimeError(_NO_GRAD_VIEW_WRITE)
         else:
-            o = other.data if isinstance(other, Tensor) else other
-            self.data[...] = prim.impl(self.data, o)
+            _write_base(self, compute)
         self._version_box[0] += 1
         return self
 
@@ -389,7 +406,12 @@ class Tensor:
         return self._inplace(ops.divide, other)
 
     def zero_(self):
-        return self._inplace(ops.multiply, 0.0)
+        # where(False, x, 0) is exactly 0 with a zero gradient, also where x is inf or nan
+        # (x * 0 would give nan there)
+        def zero(old):
+            return ops.where(old.xp.zeros(old.shape, dtype=bool), old, 0.0)
+
+        return self._write(zero, lambda d: d.dtype.type(0))
 
     __iadd__ = add_
     __isub__ = sub_
@@ -397,11 +419,34 @@ class Tensor:
     __itruediv__ = div_
 
     def __setitem__(self, idx, value):
-        if self._requires_grad and is_grad_enabled():
-            raise RuntimeError("assignment into a Tensor that requires grad is not supported; "
-                               "build the new value with where() or concatenate() instead")
-        self.data[_unwrap_index(idx)] = value.data if isinstance(value, Tensor) else value
+        """`t[idx] = value`; recorded like PyTorch's: `t` becomes "t with the region
+        replaced by value", differentiable in both."""
+        _check_writable(self)
+        value_grad = isinstance(value, Tensor) and value.requires_grad
+        if not (is_grad_enabled() and (self.requires_grad or value_grad)):
+            self.data[_unwrap_index(idx)] = value.data if isinstance(value, Tensor) else value
+        elif self._view_steps is _NO_GRAD_VIEW:
+            raise RuntimeError(_NO_GRAD_VIEW_WRITE)
+        else:
+            step = (ops.getitem, (self, idx), 0, {})
+            if self._base is not None:
+                base, steps = self._base, self._view_steps + (step,)
+            else:
+                base, steps = self, (step,)
+            _write_view(base, steps, lambda old: _filled(old, value))
         self._version_box[0] += 1
+
+    def _refresh_view(self):
+        """Remake this view's grad_fn from its base's present history: the memory they
+        share was written since the view was made."""
+        with enable_grad():
+            t = _replay(self._base, self._view_steps)
+        self._view_version = self._version_box[0]
+        _move_retain(self, self._grad_fn, t._grad_fn)
+        self._grad_fn = t._grad_fn
+        self._requires_grad = t._requires_grad
+        if t._grad_fn is not None:
+            t._grad_fn.out_ref = _weak(self)
 
     # ---- devices ---------------------------------------------------------------------------
 
@@ -428,20 +473,179 @@ class Tensor:
 
 
 def _view_of(out, args):
-    """The Tensor among `args` whose memory `out` shares (a slice, a reshape, or the very
-    same array), or None for a fresh array. Such a view shares its base's version counter,
-    as in PyTorch, so that an in-place op through the view is seen by the nodes that saved
-    the base."""
-    for a in args:
+    """The position of the Tensor among `args` whose memory `out` shares (a slice, a
+    reshape, or the very same array), or None for a fresh array. Such a view shares its
+    base's version counter, as in PyTorch, so that an in-place op through the view is seen
+    by the nodes that saved the base."""
+    for k, a in enumerate(args):
         if isinstance(a, Tensor) and out is a.data:
-            return a
+            return k
     if getattr(out, "base", None) is None:
         return None
     xp = get_xp(out)
-    for a in args:
+    for k, a in enumerate(args):
         if isinstance(a, Tensor) and xp.may_share_memory(out, a.data):
-            return a
+            return k
     return None
+
+
+# `_view_steps` of a view made while grad mode was off: it has no autograd link to its base
+# (a write through it cannot be recorded), as a view made under torch.no_grad()
+_NO_GRAD_VIEW = object()
+
+
+def _make_view(t, parent, step, record: bool):
+    """Make `t`, the output of `step` = (prim, args, position of parent, params), an
+    autograd view of `parent`'s base."""
+    if not record:
+        t._view_steps = _NO_GRAD_VIEW
+        return
+    if parent._base is not None:
+        t._base, t._view_steps = parent._base, parent._view_steps + (step,)
+    elif parent._view_steps is _NO_GRAD_VIEW:
+        t._view_steps = _NO_GRAD_VIEW  # a view of such a view is one too
+        return
+    else:
+        t._base, t._view_steps = parent, (step,)
+    t._view_version = t._version_box[0]
+
+
+# ---- in-place writes: the base's history becomes "base with the view's region replaced" ----
+
+_NO_GRAD_VIEW_WRITE = (
+    "a view made while grad mode was off (inside no_grad()) is being modified in place with "
+    "grad mode on: the write cannot be recorded in its base's history. Make the view with "
+    "grad mode on, or write inside no_grad().")
+
+
+def _check_writable(t):
+    if not is_grad_enabled():
+        return
+    if t._base is None and t.is_leaf and t.requires_grad:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an "
+                           "in-place operation.")
+    if t._base is not None and t._base.is_leaf and t._base.requires_grad:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in "
+                           "an in-place operation.")
+
+
+def _shell(t):
+    """A copy of `t`'s value in `t`'s place in the graph (`t` is about to be overwritten)."""
+    old = Tensor._wrap(t.data.copy(), t._grad_fn)
+    old._requires_grad = t._requires_grad
+    return old
+
+
+def _hand_over(t, old, new):
+    """`t`'s memory now holds `new`: the nodes recorded so far keep the old value (in the
+    shell `old`), and `t` takes `new`'s place in the graph."""
+    node = old._grad_fn
+    if node is not None:
+        node.out_ref = _weak(old)
+        if node.out_data is not None:
+            # the node reads its output (exp, sqrt...): it must see the old value, not the
+            # buffer that is overwritten
+            node.out_data = old.data
+    node = new._grad_fn
+    if node is None:
+        return
+    node.out_ref = _weak(t)
+    node.out_version = t._version_box[0] + 1  # the version the caller is about to set
+    _move_retain(t, old._grad_fn, node)
+    t._grad_fn = node
+    t._requires_grad = True
+
+
+def _move_retain(t, old_node, node):
+    """retain_grad() follows `t` to its new grad_fn (the gradient of its present value)."""
+    if not t._retains_grad:
+        return
+    if old_node is not None and old_node.retained:
+        old_node.retained = [r for r in old_node.retained if r() is not t]
+    if node is not None:
+        _retain(node, t)
+
+
+def _same_dtype(new, like):
+    """`new` as the dtype of `like` (numpy casts that way when it writes in place)."""
+    if not isinstance(new, Tensor):
+        new = Tensor(like.xp.asarray(new))
+    if new.dtype != like.dtype:
+        new = ops.cast_like(new, like)
+    return new
+
+
+def _write_base(t, compute):
+    """Recorded in-place write on a Tensor that is no view."""
+    old = _shell(t)
+    new = _same_dtype(compute(old), old)
+    t.data[...] = new.data
+    _hand_over(t, old, new)
+
+
+def _write_view(base, steps, compute):
+    """Recorded in-place write through the view that `steps` make from `base`: the view's
+    region becomes `compute(old view)`, and `base` takes the history of
+    where(region, scatter(new view), old base), as PyTorch's CopySlices. The scatter is the
+    adjoint of the view steps (their VJP rules), so the whole record is ordinary primitives
+    and create_graph and higher derivatives work through it."""
+    old = _shell(base)
+    old_view = _replay(old, steps)
+    new_view = _same_dtype(compute(old_view), old_view)
+    if tuple(new_view.shape) != tuple(old_view.shape):
+        raise ValueError(f"an in-place result of shape {tuple(new_view.shape)} does not fit "
+                         f"the view of shape {tuple(old_view.shape)} it is written to")
+    trace = _trace_arrays(old.data, steps)
+    counts = _scatter_back(old.xp.ones(old_view.shape), trace)
+    if (counts > 1).any():
+        raise RuntimeError("unsupported in-place write: several elements of the view are the "
+                           "same memory location (a broadcast view, or an index that "
+                           "repeats), so the result would depend on the order of writes")
+    new_base = ops.where(counts > 0, _scatter_back(new_view, trace), old)
+    base.data[...] = new_base.data
+    _hand_over(base, old, new_base)
+
+
+def _replay(t, steps):
+    """The view that `steps` make from `t`, recorded like any op on Tensors."""
+    for prim, args, k, params in steps:
+        args = list(args)
+        args[k] = t
+        t = prim(*args, **params)
+    return t
+
+
+def _trace_arrays(data, steps):
+    """(prim, args, position, params, out) of each step, run on plain arrays from `data`."""
+    trace = []
+    for prim, args, k, params in steps:
+        args = [a.data if isinstance(a, Tensor) else a for a in args]
+        if prim.name == "getitem":
+            args[1] = _unwrap_index(args[1])
+        args[k] = data
+        data = prim.impl(*args, **params)
+        trace.append((prim, args, k, params, data))
+    return trace
+
+
+def _scatter_back(g, trace):
+    """The adjoint of the view steps applied to `g`: `g` placed in the region the view
+    covers, zeros elsewhere (an array for an array `g`, a recorded Tensor for a Tensor)."""
+    for prim, args, k, params, out in reversed(trace):
+        needs = [i == k for i in range(len(args))]
+        g = apply_vjp(prim, g, out, args, params, needs)[k]
+    return g
+
+
+def _filled(old, value):
+    """The value `t[idx] = value` writes into the view `old` (numpy's broadcasting, which
+    also drops leading axes of length 1)."""
+    v = _same_dtype(value if isinstance(value, Tensor) else
+                    Tensor(old.xp.asarray(value, dtype=old.dtype)), old)
+    extra = v.ndim - old.ndim
+    if extra > 0 and all(n == 1 for n in v.shape[:extra]):
+        v = ops.reshape(v, tuple(v.shape[extra:]))
+    return ops.broadcast_to(v, tuple(old.shape))
 
 
 def _weak(t):

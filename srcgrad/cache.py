@@ -56,7 +56,8 @@ def _describe(value, seen: set, depth: int = 0) -> str:
         return _function_text(value, seen, depth + 1)
     rules = getattr(value, "rules", None)
     if isinstance(rules, dict) and hasattr(value, "fun"):  # a custom op: body and rules
-        return "op:" + "|".join([_function_text(value.fun, seen, depth + 1)] + [
+        head = f"op(pure={getattr(value, 'pure', False)}):"  # a pure op's calls may be folded
+        return head + "|".join([_function_text(value.fun, seen, depth + 1)] + [
             f"{k}={_function_text(r, seen, depth + 1)}" for k, r in sorted(rules.items())])
     mod = getattr(value, "__name__", None)
     return f"{type(value).__name__}:{mod}"
@@ -65,9 +66,11 @@ def _describe(value, seen: set, depth: int = 0) -> str:
 def _function_text(fn, seen: set, depth: int = 0) -> str:
     fn = inspect.unwrap(fn)
     code = getattr(fn, "__code__", None)
-    if code is None or code in seen or depth > 50:
+    # each function object once (recursion ends there), not each code object: closures made
+    # by one factory share their code but differ in what they close over and their defaults
+    if code is None or fn in seen or depth > 50:
         return f"fn:{getattr(fn, '__qualname__', '?')}"
-    seen.add(code)
+    seen.add(fn)
     # the compiled code object stands for the source (cheaper than re-reading the file):
     # it changes with every change of code, names, constants or line numbers
     parts = [hashlib.sha256(marshal.dumps(code)).hexdigest(),
@@ -91,6 +94,23 @@ def _function_text(fn, seen: set, depth: int = 0) -> str:
     if fn.__defaults__:
         parts.append("defaults=" + ",".join(_describe(d, seen, depth) for d in fn.__defaults__))
     return "\n".join(parts)
+
+
+def op_fingerprint(op) -> str:
+    """What a user's op is (its function and rules, and what they read and close over):
+    generated code loaded from the disk cache finds the ops it calls by this."""
+    text = f"{op.__name__}|{_describe(op, set())}"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def find_op(fingerprint: str):
+    """The live user's op with this fingerprint; None when there is none, or several
+    (ops that close over objects the fingerprint cannot tell apart): the caller then
+    compiles afresh rather than guess."""
+    from runtime.ops.custom import live_ops
+
+    found = [op for op in live_ops() if op_fingerprint(op) == fingerprint]
+    return found[0] if len(found) == 1 else None
 
 
 _COMPILER_ID = None

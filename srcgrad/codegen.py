@@ -135,7 +135,7 @@ class _Emitter:
             return f"{self.src(x)}[{self.index_src(idx)}]"
         ins = [self.src(a) for a in e.ins]
         if getattr(p, "custom", False):
-            self.consts[p.name] = p  # the user's op is called by its name
+            self.consts[p.name] = p  # the user's op, bound under its own unique name
         text = p.spell(ins, e.params, p.defaults)
         head = text.split("(", 1)[0]
         if "(" in text and head.isidentifier() and head in _helpers.HELPERS:
@@ -281,6 +281,8 @@ def _python_numbers_pass(eqns, out, maybe, pushed):
                 out.add(e.outs[0].id)
             elif name == "sum_to" and maybe(e.ins[0]):  # returns a number it is given as is
                 out.add(e.outs[0].id)
+            elif getattr(e.prim, "custom", False):  # a user's op returns what it likes
+                out.update(o.id for o in e.outs)
             for b in e.blocks():
                 _python_numbers_pass(b.eqns, out, maybe, pushed)
 
@@ -675,10 +677,27 @@ def _emit_regions(em: _Emitter, namer: _Namer, body: list):
         body.append(")")
 
 
+def _custom_op_names(fc: FunctionCode) -> set:
+    """The names the user's ops are called by in `fc`: no variable may take one."""
+    names = set()
+
+    def scan(eqns):
+        for e in eqns:
+            if getattr(e.prim, "custom", False):
+                names.add(e.prim.name)
+            for b in e.blocks():
+                scan(b.eqns)
+
+    scan(fc.eqns)
+    if fc.nested:
+        scan(fc.nested[0].eqns)
+    return names
+
+
 def emit_module(fc: FunctionCode, inputs, header: str) -> tuple[str, dict]:
     """The module source for `fc` and the module-level constants it refers to by name."""
     reserved = set(_helpers.HELPERS) | _EXTRA_HELPERS | {v.hint for v in inputs}
-    namer = _Namer(reserved)
+    namer = _Namer(reserved | _custom_op_names(fc))
     consts: dict = {}
     em = _Emitter(namer, consts)
     body: list[str] = []

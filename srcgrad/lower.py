@@ -149,8 +149,9 @@ def _has_var(v) -> bool:
 
 # ---- the builder: where staged primitive calls land -----------------------------------------
 
+# the builder of this thread's compilation: compilations in other threads, and the tape,
+# run beside it untouched
 _local = threading.local()
-_lock = threading.RLock()
 
 
 def current_builder() -> "Builder":
@@ -161,13 +162,12 @@ def current_builder() -> "Builder":
 
 
 class staging:
-    """Context: route every primitive call to `builder` (one compilation at a time)."""
+    """Context: route every primitive call made by this thread to `builder`."""
 
     def __init__(self, builder):
         self.builder = builder
 
     def __enter__(self):
-        _lock.acquire()
         self.prev_builder = getattr(_local, "builder", None)
         _local.builder = self.builder
         self.prev_stager = opcore.set_stager(self.builder.stage)
@@ -176,7 +176,6 @@ class staging:
     def __exit__(self, *exc):
         opcore.set_stager(self.prev_stager)
         _local.builder = self.prev_builder
-        _lock.release()
         return False
 
 
@@ -215,7 +214,8 @@ class Builder:
         for i, a in enumerate(args):
             if isinstance(a, (tuple, slice)) and _has_var(a):
                 args[i] = self.index_value(a)
-        if not any(isinstance(a, Var) for a in args) and prim.name not in _CREATORS:
+        if not any(isinstance(a, Var) for a in args) and prim.name not in _CREATORS and \
+                prim.pure:  # an impure op (random draws...) is called at every run
             result = prim.impl(*args, **params)
             if not isinstance(result, numpy.ndarray) or result.size <= 16:
                 return result  # constant folding

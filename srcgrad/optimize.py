@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import numbers
+import threading
 
 import numpy
 
@@ -168,6 +169,8 @@ def _simplify(e: Eqn, c: _Ctx):
 
 
 def _key(e: Eqn):
+    if not e.prim.pure:
+        return None  # two calls of an impure op are two results
     parts = []
     for a in e.ins:
         if isinstance(a, Var):
@@ -181,7 +184,7 @@ def _key(e: Eqn):
         params = tuple(sorted((k, literal(v)) for k, v in e.params.items()))
     except TypeError:
         return None
-    return (e.prim.name, tuple(parts), params)
+    return (e.prim, tuple(parts), params)  # the op itself: two user's ops may share a name
 
 
 _STRUCTURED = {"cond", "for", "while", "newstack", "push", "pop"}
@@ -193,9 +196,8 @@ def optimize(graph: Graph, named: set | None = None, passes=PASSES, keep=()) -> 
     named = set() if named is None else named
     eqns = list(graph.eqns)
     outputs = graph.outputs
-    _PROTECTED.clear()
-    _PROTECTED.update(v.id for v in graph.inputs)
-    _SHAPE_ALIAS.clear()
+    _state.protected = {v.id for v in graph.inputs}
+    _state.shape_alias = {}
     while True:
         run = _Run(graph, named, passes)
         eqns = run.block(eqns, {}, {})
@@ -222,7 +224,7 @@ class _Run:
         self.graph, self.named, self.passes = graph, named, passes
         self.subst: dict[int, object] = {}
         self.changed = False
-        self.shape_alias: dict[int, Var] = _SHAPE_ALIAS
+        self.shape_alias: dict[int, Var] = _state.shape_alias
         from .lower import Builder
 
         self.facts = Builder()  # only its shape/dtype class rules are used
@@ -285,7 +287,7 @@ class _Run:
                     self.changed = True
                     continue
             if "fold" in self.passes and not any(isinstance(a, Var) for a in e.ins) and \
-                    e.prim.name not in _CREATORS and e.prim.impl is not None:
+                    e.prim.name not in _CREATORS and e.prim.impl is not None and e.prim.pure:
                 value = e.prim.impl(*e.ins, **e.params)
                 if not isinstance(value, numpy.ndarray) or value.size <= 16:
                     self.subst[out.id] = value
@@ -306,7 +308,8 @@ class _Run:
 
 
 def _has_effects(eqns) -> bool:
-    return any(e.prim.name in ("push", "pop") or _has_effects_blocks(e) for e in eqns)
+    return any(e.prim.name in ("push", "pop") or not e.prim.pure or _has_effects_blocks(e)
+               for e in eqns)
 
 
 def _has_effects_blocks(e) -> bool:
@@ -346,16 +349,17 @@ def _dce(eqns, live: set) -> list:
             live.update(v.id for v in e.ins if isinstance(v, Var))
             kept.append(e)
             continue
-        if any(o.id in live for o in e.outs):
+        if any(o.id in live for o in e.outs) or not e.prim.pure:  # an impure call stays
             kept.append(e)
             live.update(v.id for v in e.ins if isinstance(v, Var))
     return kept[::-1]
 
 
-_PROTECTED: set = set()
-# shape Vars computed without the value they are the shape of (see "shape" in _simplify):
-# id -> that value, so later rules still know whose shape it is
-_SHAPE_ALIAS: dict = {}  # ids of the graph's inputs: their names are the parameters'
+# Per compiling thread (compilations in other threads run at the same time), set by
+# `optimize`: `protected`, the ids of the graph's inputs (their names are the parameters');
+# `shape_alias`, shape Vars computed without the value they are the shape of (see "shape"
+# in _simplify): id -> that value, so later rules still know whose shape it is.
+_state = threading.local()
 
 
 def _move_name(old: Var, new, named: set, phase: str = "fwd", producer=None):
@@ -368,7 +372,7 @@ def _move_name(old: Var, new, named: set, phase: str = "fwd", producer=None):
     if made_by is not None and made_by.phase == "fwd" and phase == "bwd":
         return
     if isinstance(new, Var) and old.id in named and new.id not in named and \
-            new.const_name is None and new.id not in _PROTECTED:
+            new.const_name is None and new.id not in _state.protected:
         new.hint = old.hint
         named.add(new.id)
 

@@ -9,13 +9,15 @@ A `Primitive` holds
   symbolic values (staging into the adjoint graph),
 - `spell`: how generated source writes a call (a format string or a function),
 - flags the engines need: which inputs are differentiable, whether the op broadcasts
-  its inputs, whether its rules read the primal inputs or output.
+  its inputs, whether its rules read the primal inputs or output, whether it is pure
+  (the op set is; a user's op only when declared so).
 
 Calling a primitive dispatches on its arguments: the first argument whose type has an
 `__op_dispatch__` hook (Tensor, the compiler's Var) takes the call; otherwise `impl` runs.
 """
 from __future__ import annotations
 
+import threading
 from typing import Any, Callable, Optional, Sequence
 
 from numpy import ndarray as _ndarray
@@ -28,16 +30,30 @@ PRIMITIVES: dict[str, "Primitive"] = {}
 #: A rule returns None for "this input gets no gradient" (a structural zero).
 ZERO = None
 
+#: names of the op set's primitives and of the compiler's own (pack, cond...): the stages
+#: tell ops apart by name, so a user's op (runtime.ops.custom) never takes one of these
+RESERVED_NAMES: set = set()
+
 # While the compiler lowers a function it installs a stager that sees every primitive call
 # (also those whose arguments are all constants, so that `np.zeros(3)` stays code instead
-# of becoming an embedded array). None the rest of the time.
-_stager = None
+# of becoming an embedded array). The stager belongs to the compiling thread: the tape, or
+# another compilation, in another thread at the same time is not routed into it.
+_local = threading.local()
+# how many threads have a stager installed: while none has, a call skips the thread-local
+# lookup (the common case for the tape and for custom ops called by generated code)
+_staging_threads = 0
+_count_lock = threading.Lock()
 
 
 def set_stager(fn):
-    """Install (or with None remove) the compiler's hook; returns the previous one."""
-    global _stager
-    prev, _stager = _stager, fn
+    """Install (or with None remove) the compiler's hook for the calling thread; returns
+    the previous one."""
+    global _staging_threads
+    prev = getattr(_local, "stager", None)
+    _local.stager = fn
+    if (prev is None) != (fn is None):
+        with _count_lock:
+            _staging_threads += 1 if fn is not None else -1
     return prev
 
 
@@ -47,13 +63,14 @@ class Primitive:
     __slots__ = (
         "name", "impl", "vjps", "nondiff", "broadcasts", "differentiable", "meta",
         "reads_inputs", "reads_out", "spell", "defaults", "elementwise", "doc",
-        "convention", "variadic", "jvp", "custom", "zero_grad",
+        "convention", "variadic", "jvp", "custom", "zero_grad", "pure",
     )
+    _reserves_name = True  # see RESERVED_NAMES
 
     def __init__(self, name, impl, *, vjps=(), nondiff=(), broadcasts=False,
                  differentiable=True, meta=False, reads_inputs=True, reads_out=False,
                  spell=None, defaults=None, elementwise=False, convention="",
-                 variadic=False, doc="", zero_grad=None):
+                 variadic=False, doc="", zero_grad=None, pure=True):
         self.name = name
         self.impl = impl
         self.vjps = tuple(vjps)
@@ -81,10 +98,18 @@ class Primitive:
         #: by default; a meta op (pack, mod on ints...) never does unless it says so, so an
         #: active value reaching one is a soundness error rather than a silent zero.
         self.zero_grad = (not differentiable and not meta) if zero_grad is None else zero_grad
+        #: the same arguments always give the same result, and a call has no other effect:
+        #: the compiler may evaluate a call on constants once, merge equal calls and drop
+        #: unused ones. Not so for an op that draws random numbers, reads a clock, logs...
+        self.pure = pure
+        if self._reserves_name:
+            RESERVED_NAMES.add(name)
 
     def __call__(self, *args, **params):
-        if _stager is not None:
-            return _stager(self, args, params)
+        if _staging_threads:
+            stager = getattr(_local, "stager", None)
+            if stager is not None:
+                return stager(self, args, params)
         for a in args:
             hook = getattr(type(a), "__op_dispatch__", None)
             if hook is not None:
@@ -149,8 +174,9 @@ def apply_vjp(prim: Primitive, g, out, args: Sequence[Any], params: dict,
             continue
         rule = prim.rule(i)
         if rule is None:  # never a silent zero: a zero derivative must be declared
-            hint = f"; attach one with @{prim.name}.defvjp" if prim.custom else ""
-            raise TypeError(f"no VJP rule for {prim.name!r} (input {i}){hint}")
+            name = getattr(prim, "__name__", prim.name)  # a custom op: the user's own name
+            hint = f"; attach one with @{name}.defvjp" if prim.custom else ""
+            raise TypeError(f"no VJP rule for {name!r} (input {i}){hint}")
         elif prim.variadic:
             ct = rule(g, out, *args, index=i, **params)
         else:
@@ -232,6 +258,7 @@ def apply_jvp(prim: Primitive, tangents: Sequence, out, args: Sequence, params: 
     if all(t is None for t in tangents) or prim.declares_zero(args, params):
         return None
     if prim.jvp is None:
-        raise TypeError(f"no JVP rule for {prim.name!r}"
-                        + (f"; attach one with @{prim.name}.defjvp" if prim.custom else ""))
+        name = getattr(prim, "__name__", prim.name)  # a user's op: the user's own name
+        raise TypeError(f"no JVP rule for {name!r}"
+                        + (f"; attach one with @{name}.defjvp" if prim.custom else ""))
     return prim.jvp(list(tangents), out, *args, **params)
