@@ -2,14 +2,14 @@
 
 Each shape is a generated program of n statements of the same kind, written to a
 temporary .py file (srcgrad reads real source) and compiled with the disk cache off;
-the time is that of `.source` (parse, lower, reverse, optimize, codegen). The growth
+the CPU time is that of `.source` (parse, lower, reverse, optimize, codegen). The growth
 exponent is the slope of log(time) against log(n) over the two largest sizes: about 1
 is linear, 2 quadratic; an exponential blow-up shows as an exponent that grows with n.
 
 - straight: `z = z + 0.01 * np.sin(z * k + x) * y`, n times (grad of x and y)
 - loop:     the same n statements as the body of `for _ in range(3)`
-- branches: n `if`s in a row on run-time values (`np.sum(z) > 0`)
-- calls:    n user functions, each calling the next (inlined n deep)
+- branches: n/4 `if`s in a row on run-time values (`np.sum(z) > 0`)
+- calls:    n/4 user functions, each calling the next (inlined n/4 deep)
 - uses:     one value (`t = x * k`) read by n statements
 - hvp:      hvp of the straight program (forward over reverse)
 - gradgrad: grad(grad(f)) of the straight program in the scalar k
@@ -19,6 +19,7 @@ is linear, 2 quadratic; an exponential blow-up shows as an exponent that grows w
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib.util
 import math
 import os
@@ -66,22 +67,25 @@ def _uses(n):
             ["    return np.sum(z)"])
 
 
-#: name -> (program lines of n statements, transformation)
+#: name -> (program lines of n statements, transformation, n per requested size unit)
 SHAPES = {
-    "straight": (_straight, "grad"),
-    "loop": (_loop, "grad"),
-    "branches": (_branches, "grad"),
-    "calls": (_calls, "grad"),
-    "uses": (_uses, "grad"),
-    "hvp": (_straight, "hvp"),
-    "gradgrad": (_straight, "gradgrad"),
+    "straight": (_straight, "grad", 1),
+    "loop": (_loop, "grad", 1),
+    # the lowerer recurses once per `if` (it lowers the rest of the block as the if's
+    # continuation) and once per inlined call: about 150 ifs in a row or 100 nested
+    # calls exhaust Python's recursion limit, so these two run at n/4
+    "branches": (_branches, "grad", 0.25),
+    "calls": (_calls, "grad", 0.25),
+    "uses": (_uses, "grad", 1),
+    "hvp": (_straight, "hvp", 1),
+    "gradgrad": (_straight, "gradgrad", 1),
 }
 
 
 def program(shape: str, n: int, directory: str):
     """The function `f` of `shape` with n statements, imported from a file in
     `directory` (arguments: x and y arrays, k a scalar)."""
-    make, _ = SHAPES[shape]
+    make = SHAPES[shape][0]
     text = "import numpy as np\n\n\n" + "\n".join(make(n)) + "\n"
     name = f"compile_time_{shape}_{n}"
     path = os.path.join(directory, name + ".py")
@@ -106,12 +110,14 @@ def transform(shape: str, f):
 
 
 def compile_seconds(shape: str, n: int, directory: str) -> tuple:
-    """(seconds to compile, lines of generated source)."""
+    """(CPU seconds to compile, lines of generated source). CPU time, not wall time: on
+    a machine whose cores are shared the wall time also holds waiting for a core."""
     f = program(shape, n, directory)
     g = transform(shape, f)
-    t0 = time.perf_counter()
+    gc.collect()  # garbage of the previous size is not this compilation's cost
+    t0 = time.process_time()
     text = g.source
-    return time.perf_counter() - t0, text.count("\n")
+    return time.process_time() - t0, text.count("\n")
 
 
 def exponent(sizes, seconds) -> float:
@@ -133,12 +139,14 @@ def main(argv=None):
     os.environ["SRCGRAD_CACHE_DIR"] = ""  # compile every time
     print(f"Python {platform.python_version()}, {platform.machine()}; seconds per compile "
           "(lines of generated source)")
-    print(f"{'shape':10s}" + "".join(f"{'n=' + str(n):>18s}" for n in sizes) + "  exponent")
+    print(f"{'shape':10s}" + "".join(f"{'n':>6s} {'seconds':>8s} {'lines':>6s}"
+                                     for _ in sizes) + "  exponent")
     with tempfile.TemporaryDirectory(prefix="srcgrad-compile-time-") as d:
         for shape in opts.shapes:
-            row = [compile_seconds(shape, n, d) for n in sizes]
-            cells = "".join(f"{t:10.3f} ({lines:5d})" for t, lines in row)
-            slope = exponent(sizes, [t for t, _ in row]) if len(sizes) > 1 else float("nan")
+            ns = [max(2, round(n * SHAPES[shape][2])) for n in sizes]
+            row = [compile_seconds(shape, n, d) for n in ns]
+            cells = "".join(f"{n:6d} {t:8.3f} {lines:6d}" for n, (t, lines) in zip(ns, row))
+            slope = exponent(ns, [t for t, _ in row]) if len(ns) > 1 else float("nan")
             print(f"{shape:10s}{cells}  {slope:8.2f}", flush=True)
 
 
