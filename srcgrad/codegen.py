@@ -9,6 +9,7 @@ same source can be bound to cupy. Helpers numpy lacks come from `runtime.ops.hel
 from __future__ import annotations
 
 import ast
+import collections
 import keyword
 import re
 
@@ -320,13 +321,6 @@ def _python_numbers_pass(eqns, out, maybe, pushed):
                 _python_numbers_pass(b.eqns, out, maybe, pushed)
 
 
-def _reads(eqns) -> set:
-    out = set()
-    for e in eqns:
-        out.update(v.id for v in e.var_ins())
-    return out
-
-
 class _BlockCtx:
     def __init__(self, fc, namer, em, uses, returned, inputs):
         self.fc, self.namer, self.em = fc, namer, em
@@ -549,20 +543,22 @@ class _BlockCtx:
     def _coalesce(self, block, targets):
         """Give a value the block yields the name of what it becomes (a carried variable
         or a merged one) when nothing in the block reads the old name afterwards."""
-        pos = {}
+        pos, last_read = {}, {}  # where each value is made, and where it is last read
         for i, e in enumerate(block.eqns):
             for o in e.outs:
                 pos[o.id] = i
-        yielded = [v.id for v in block.outs if isinstance(v, Var)]
+            for r in e.var_ins():
+                last_read[r.id] = i
+        yielded = collections.Counter(v.id for v in block.outs if isinstance(v, Var))
         for v, (old, name) in zip(block.outs, targets):
-            if not isinstance(v, Var) or v.id not in pos or yielded.count(v.id) > 1 or \
+            if not isinstance(v, Var) or v.id not in pos or yielded[v.id] > 1 or \
                     v.id in self.namer.names or v.id in self.em.carries:
                 continue
-            after = block.eqns[pos[v.id] + 1:]
-            read_after = _reads(after)
-            if old is not None and old.id in read_after:
+            made = pos[v.id]
+            if old is not None and last_read.get(old.id, -1) > made:
                 continue
-            if name in {self.namer.names.get(vid) for vid in read_after}:
+            if any(last_read.get(vid, -1) > made
+                   for vid in self.namer.names.holders.get(name, ())):
                 continue  # a value read later already lives under that name
             if any(isinstance(w, Var) and w is not v and self.namer.names.get(w.id) == name
                    for w in block.outs):
