@@ -147,8 +147,8 @@ def _simplify(e: Eqn, c: _Ctx):
         if p is not None and p.prim.elementwise and p.prim.differentiable:
             arrays = [a for a in p.ins if isinstance(a, Var) and a.kind == "array"]
             same = [a for a in arrays if a.sclass == ins[0].sclass]
-            others_scalar = all(isinstance(a, Var) or isinstance(a, numbers.Number)
-                                for a in p.ins)
+            others_scalar = all(a.kind != "list" if isinstance(a, Var) else
+                                isinstance(a, numbers.Number) for a in p.ins)
             if same and others_scalar:
                 return ops.shape(same[0])
             if len(arrays) > 1 and others_scalar and len(arrays) <= 3:

@@ -8,7 +8,8 @@ up as a test that does not finish. No test times anything; the growth is checked
 deterministic counts instead (how many rewrites the optimizer tries, how many shapes it
 tracks), and `python -m benchmarks.compile_time` measures the time.
 
-The programs come from `benchmarks.compile_time` (the shapes the benchmark measures).
+The programs come from `benchmarks.compile_time` (the shapes the benchmark measures). The
+last tests check the dtype classes the optimizer and codegen rely on with integer arrays.
 """
 from __future__ import annotations
 
@@ -123,3 +124,41 @@ def test_optimizer_work_grows_linearly(tmp_path, monkeypatch, shape):
     assert large["simplify"] <= 4.5 * small["simplify"], (small, large)
     assert large["alias"] <= 4.5 * max(small["alias"], 1), (small, large)
     assert large["sweeps"] == small["sweeps"] <= 8, (small, large)
+
+
+# ---- dtype classes: equal only where numpy keeps the dtype -------------------------------
+
+# a module-level integer array: referenced by name in the generated code (more than 16
+# elements: smaller constants are folded at compile time)
+N = np.arange(20)
+
+
+def int_array_then_division(x):
+    a = N * 2  # an int array...
+    o = a / 3  # ...and a float64 one: `a /= 3` would fail (or truncate)
+    return np.sum(x * o)
+
+
+def arange_offset_scaled(x):
+    w = np.arange(x.shape[0]) + 1
+    w = w / x.shape[0]
+    return np.sum(np.sin(x) * w)
+
+
+def int_array_plus_float_array(x):
+    a = N * 2
+    u = N * 0.5  # float64, while N * 2 is int64
+    return np.sum(x * (a + u))
+
+
+def mean_of_int_array(x):
+    m = np.mean(N * 3)  # float64 even though N * 3 is an int array
+    s = np.sum(N * 3)
+    return np.sum(x * (s / m))
+
+
+@pytest.mark.parametrize("fn", [int_array_then_division, arange_offset_scaled,
+                                int_array_plus_float_array, mean_of_int_array])
+def test_integer_arrays_are_not_updated_in_place_with_floats(fn):
+    x = rng.normal(size=20)
+    check_grad(fn, [x])
