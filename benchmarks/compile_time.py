@@ -123,6 +123,8 @@ def compile_seconds(shape: str, n: int, directory: str) -> tuple:
 def exponent(sizes, seconds) -> float:
     """Slope of log(seconds) against log(n) between the two largest sizes."""
     (n0, t0), (n1, t1) = sorted(zip(sizes, seconds))[-2:]
+    if n1 == n0 or min(t0, t1) <= 0:
+        return float("nan")  # too small to tell
     return math.log(t1 / t0) / math.log(n1 / n0)
 
 
@@ -137,8 +139,8 @@ def main(argv=None):
     opts = p.parse_args(argv)
     sizes = [int(s) for s in opts.sizes]
     os.environ["SRCGRAD_CACHE_DIR"] = ""  # compile every time
-    print(f"Python {platform.python_version()}, {platform.machine()}; seconds per compile "
-          "(lines of generated source)")
+    print(f"Python {platform.python_version()}, {platform.machine()}; CPU seconds per "
+          "compile and lines of generated source, for n statements")
     print(f"{'shape':10s}" + "".join(f"{'n':>6s} {'seconds':>8s} {'lines':>6s}"
                                      for _ in sizes) + "  exponent")
     with tempfile.TemporaryDirectory(prefix="srcgrad-compile-time-") as d:
