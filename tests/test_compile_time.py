@@ -28,7 +28,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from benchmarks.compile_time import program  # noqa: E402
+from benchmarks.compile_time import SHAPES, main, program  # noqa: E402
 
 rng = np.random.default_rng(7)
 
@@ -83,6 +83,12 @@ def test_grad_of_grad_of_a_long_chain(tmp_path):
     g = srcgrad.grad(f, wrt=2)
     num = finite_differences(lambda kk: g(x, y, kk), [k], 0)
     assert_close(d2(x, y, k), num, 1e-5, 1e-7, "second derivative vs differences")
+
+
+def test_benchmark_command_line_runs(capsys):
+    main(["--sizes", "3,6", "--shapes", ",".join(SHAPES)])
+    rows = capsys.readouterr().out.splitlines()[2:]
+    assert [r.split()[0] for r in rows] == list(SHAPES)
 
 
 # ---- deterministic growth: the optimizer's work and tables -------------------------------
