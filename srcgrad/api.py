@@ -160,7 +160,10 @@ class _CompiledBase:
                 for p in inspect.signature(self.fun).parameters.values()]
 
     def _build_one(self, fused: bool = False, same: bool = False):
-        graph, src, consts = lower(self.fun, same=self.wrt_index if same else ())
+        # the prologue makes the `wrt` arguments floating (as_float); jvp takes its
+        # primals as they come
+        floats = self.wrt_index if self.kind != "jvp" else ()
+        graph, src, consts = lower(self.fun, same=self.wrt_index if same else (), floats=floats)
         if not same:
             self._fast_useful = _wrt_meet(graph, self.wrt_index)
         wrt = [graph.inputs[i] for i in self.wrt_index]
@@ -702,7 +705,7 @@ class NestedGradFunction(_CompiledBase):
         if isinstance(self.inner, NestedGradFunction):
             graph, extra = self.inner._graph_ir()
         else:
-            graph, src, _ = lower(self.fun)
+            graph, src, _ = lower(self.fun, floats=set(self.levels))  # made float by __call__
             out = graph.outputs[0]
             wrt = [graph.inputs[self.inner.wrt_index[0]]]
             _check_output(out, src, "grad")

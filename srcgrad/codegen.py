@@ -9,6 +9,7 @@ same source can be bound to cupy. Helpers numpy lacks come from `runtime.ops.hel
 from __future__ import annotations
 
 import ast
+import collections
 import keyword
 import re
 
@@ -81,10 +82,44 @@ class FunctionCode:
         self.keep = set()  # ids never deleted (read by a nested function)
 
 
+class _Names(dict):
+    """Var id -> name, with the ids that bear each name (in-place updates hand one name
+    from value to value): who else holds a name is a lookup, not a scan of every name."""
+
+    def __init__(self, items=()):
+        super().__init__()
+        self.holders: dict[str, list] = {}
+        for vid, name in dict(items).items():
+            self[vid] = name
+
+    def __setitem__(self, vid, name):
+        old = self.get(vid)
+        if old is not None:
+            self.holders[old].remove(vid)
+        super().__setitem__(vid, name)
+        self.holders.setdefault(name, []).append(vid)
+
+    def setdefault(self, vid, name):
+        if vid not in self:
+            self[vid] = name
+        return self[vid]
+
+
 class _Namer:
     def __init__(self, reserved):
         self.used = set(reserved)
-        self.names: dict[int, str] = {}
+        self._names = _Names()
+        # base -> the smallest k that may still be free for `base_k` (names are never
+        # released, so it only grows): picking a name costs O(1), not O(names with base)
+        self._next: dict[str, int] = {}
+
+    @property
+    def names(self) -> _Names:
+        return self._names
+
+    @names.setter
+    def names(self, items):
+        self._names = _Names(items)
 
     def fresh(self, base: str, exact_first: bool) -> str:
         base = _ident.sub("_", base) or "t"
@@ -93,9 +128,10 @@ class _Namer:
         if exact_first and base not in self.used and base not in _RESERVED:
             self.used.add(base)
             return base
-        k = 1
+        k = self._next.get(base, 1)
         while f"{base}_{k}" in self.used:
             k += 1
+        self._next[base] = k + 1
         name = f"{base}_{k}"
         self.used.add(name)
         return name
@@ -287,13 +323,6 @@ def _python_numbers_pass(eqns, out, maybe, pushed):
                 _python_numbers_pass(b.eqns, out, maybe, pushed)
 
 
-def _reads(eqns) -> set:
-    out = set()
-    for e in eqns:
-        out.update(v.id for v in e.var_ins())
-    return out
-
-
 class _BlockCtx:
     def __init__(self, fc, namer, em, uses, returned, inputs):
         self.fc, self.namer, self.em = fc, namer, em
@@ -312,6 +341,8 @@ class _BlockCtx:
     def emit(self, eqns, ind, lines, top=False, group=None):
         em = self.em
         inlined = {e.outs[0].id: e for e in eqns if self._inlinable(e)}
+        if top:
+            self._index(eqns)
         absorb = self._absorptions(eqns) if top and self.fc.free else {}
         moved = {i: j for j, (i, _) in absorb.items()}
         last_use = {}
@@ -399,6 +430,16 @@ class _BlockCtx:
         if len(lines) == start:
             lines.append(f"{ind}pass")
 
+    def _index(self, eqns):
+        """Who makes and who reads each value of the function's top-level statements."""
+        self.made = {}
+        self.readers: dict[int, list] = {}
+        for k, q in enumerate(eqns):
+            if q.outs:
+                self.made.setdefault(q.outs[0].id, q)
+            for vid in dict.fromkeys(v.id for v in q.var_ins()):
+                self.readers.setdefault(vid, []).append(k)
+
     def _absorptions(self, eqns) -> dict:
         """{add index: (scatter_add index, operand position)} for `a + scatter_add(g, idx,
         shape)` where `a` is a fresh array of this function, so the sum can be written as
@@ -453,16 +494,15 @@ class _BlockCtx:
             lines.append(ind + _norm(f"{self.name(q.outs[0])} = {self.em.expr(q, self.uses)}"))
             lines.append(ind + _norm(f"{self.name(o)} = {self.em.expr(e, self.uses)}"))
 
-    @staticmethod
-    def _only_fresh_readers(a, eqns, j) -> bool:
+    def _only_fresh_readers(self, a, eqns, j) -> bool:
         """Every other statement reading `a` makes a new array (or a shape) from it: none
         keeps a view of `a` (reshape, .T, a slice...) or an alias (a list, a stack, a copy
         into a branch or loop), so updating `a` in place at statement j changes nothing
         else."""
-        for k, q in enumerate(eqns):
-            if k == j or all(v is not a for v in q.var_ins()):
+        for k in self.readers.get(a.id, ()):
+            if k == j:
                 continue
-            p = q.prim
+            p = eqns[k].prim
             if not (p.elementwise or p.name in _FRESH_READERS or
                     p.name.endswith(("_grad_a", "_grad_b"))):
                 return False
@@ -481,7 +521,7 @@ class _BlockCtx:
             return False
         if isinstance(e.ins[1], Var) and e.ins[1] is a:
             return False
-        made = next((q for q in eqns if q.outs and q.outs[0] is a), None)
+        made = self.made.get(a.id)
         if made is None or not made.prim.elementwise or not made.prim.differentiable or \
                 made.prim.name in ("where",) or a.id in self.em.maybe_py:
             return False
@@ -492,7 +532,7 @@ class _BlockCtx:
         hands a name on from one value to the next)."""
         name = self.namer.names[a.id]
         return all(vid == a.id or last_use.get(vid, -1) < i
-                   for vid, n in self.namer.names.items() if n == name)
+                   for vid in self.namer.names.holders[name])
 
     def _inlinable(self, e) -> bool:
         """A cheap meta value (x.shape, a tuple index...) used once: written where used."""
@@ -505,20 +545,22 @@ class _BlockCtx:
     def _coalesce(self, block, targets):
         """Give a value the block yields the name of what it becomes (a carried variable
         or a merged one) when nothing in the block reads the old name afterwards."""
-        pos = {}
+        pos, last_read = {}, {}  # where each value is made, and where it is last read
         for i, e in enumerate(block.eqns):
             for o in e.outs:
                 pos[o.id] = i
-        yielded = [v.id for v in block.outs if isinstance(v, Var)]
+            for r in e.var_ins():
+                last_read[r.id] = i
+        yielded = collections.Counter(v.id for v in block.outs if isinstance(v, Var))
         for v, (old, name) in zip(block.outs, targets):
-            if not isinstance(v, Var) or v.id not in pos or yielded.count(v.id) > 1 or \
+            if not isinstance(v, Var) or v.id not in pos or yielded[v.id] > 1 or \
                     v.id in self.namer.names or v.id in self.em.carries:
                 continue
-            after = block.eqns[pos[v.id] + 1:]
-            read_after = _reads(after)
-            if old is not None and old.id in read_after:
+            made = pos[v.id]
+            if old is not None and last_read.get(old.id, -1) > made:
                 continue
-            if name in {self.namer.names.get(vid) for vid in read_after}:
+            if any(last_read.get(vid, -1) > made
+                   for vid in self.namer.names.holders.get(name, ())):
                 continue  # a value read later already lives under that name
             if any(isinstance(w, Var) and w is not v and self.namer.names.get(w.id) == name
                    for w in block.outs):

@@ -62,30 +62,23 @@ def _fusible(e: Eqn) -> bool:
         for a in e.ins)
 
 
-def _reads(eqns, outs=()) -> set:
-    ids = set()
-    for e in eqns:
-        ids.update(v.id for v in e.var_ins())
-    ids.update(v.id for v in outs if isinstance(v, Var))
-    return ids
-
-
 def fuse_graph(eqns: list, outputs, counter=None) -> list:
     """Replace runs of elementwise equations by `fused` equations (nested blocks too)."""
     counter = counter if counter is not None else [0]
-    later_reads = []  # for each position: ids read at or after it (by eqns or outputs)
-    acc = set(_reads([], list(iter_vars(outputs))))
-    for e in reversed(eqns):
-        acc = acc | {v.id for v in e.var_ins()}
-        later_reads.append(acc)
-    later_reads.reverse()
+    # where each value is last read (the outputs read at the end): a region's value is an
+    # output of the region when it is read at or after the region's end
+    last_read = {}
+    for i, e in enumerate(eqns):
+        for v in e.var_ins():
+            last_read[v.id] = i
+    for v in iter_vars(outputs):
+        last_read[v.id] = len(eqns)
     out = []
     run: list = []
 
     def close(end):
         if len(run) >= 2:
-            out.append(_region(run, later_reads[end] if end < len(eqns) else
-                               set(_reads([], list(iter_vars(outputs)))), counter))
+            out.append(_region(run, lambda vid: last_read.get(vid, -1) >= end, counter))
         else:
             out.extend(run)
         run.clear()
@@ -102,23 +95,21 @@ def fuse_graph(eqns: list, outputs, counter=None) -> list:
     return out
 
 
-
-
-def _region(run, read_after: set, counter) -> Eqn:
+def _region(run, read_after, counter) -> Eqn:
     defined = {}
-    inputs = []
+    inputs = {}
     for e in run:
         for a in e.ins:
-            if isinstance(a, Var) and a.id not in defined and all(a is not x for x in inputs):
-                inputs.append(a)
+            if isinstance(a, Var) and a.id not in defined:
+                inputs.setdefault(id(a), a)
         for o in e.outs:
             defined[o.id] = o
-    outs = [o for o in defined.values() if o.id in read_after]
+    outs = [o for o in defined.values() if read_after(o.id)]
     counter[0] += 1
     name = f"_fused_{counter[0]}"
     loc = run[0].loc
-    return Eqn(FUSED, inputs, outs, {"region": Block(list(run), list(outs)), "name": name},
-               loc, run[0].phase)
+    return Eqn(FUSED, list(inputs.values()), outs,
+               {"region": Block(list(run), list(outs)), "name": name}, loc, run[0].phase)
 
 
 def cuda_expr(e: Eqn, names: dict) -> str:

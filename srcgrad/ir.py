@@ -259,9 +259,11 @@ def free_vars(e: "Eqn") -> list:
             for v in q.ins:
                 if isinstance(v, Var) and v.id not in bound and v.const_name is None:
                     seen.setdefault(v.id, v)
-            inner = bound | {x.id for x in _block_binders(q)}
-            for b in q.blocks():
-                walk(b, inner)
+            blocks = q.blocks()
+            if blocks:  # (a copy of `bound` per equation would be quadratic)
+                inner = bound | {x.id for x in _block_binders(q)}
+                for b in blocks:
+                    walk(b, inner)
             bound.update(o.id for o in q.outs)
         for v in block.outs:
             if isinstance(v, Var) and v.id not in bound and v.const_name is None:

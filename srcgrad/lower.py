@@ -254,15 +254,21 @@ class Builder:
     def _classes(self, prim, args, params, out):
         """Propagate same-shape / same-dtype facts (see ir.Var)."""
         arrays = [a for a in args if isinstance(a, Var) and a.kind == "array"]
-        others_scalar = all(isinstance(a, (Var, numbers.Number)) or a is None for a in args
-                            if not (isinstance(a, Var) and a.kind == "array"))
+        # operands that cannot change the shape of a broadcast: numbers, ints known only
+        # at run time (a list, say `x + hs`, is an array with one more axis)
+        others_scalar = all((isinstance(a, Var) and a.kind == "meta") or
+                            isinstance(a, numbers.Number) or a is None
+                            for a in args if not (isinstance(a, Var) and a.kind == "array"))
         name = prim.name
         if name in _SAME_SHAPE_ARG:
             src = args[_SAME_SHAPE_ARG[name]]
             if isinstance(src, Var) and src.id in self.shape_source:
                 out.sclass = self.shape_source[src.id].sclass
-            if isinstance(args[0], Var):
-                out.dclass = args[0].dclass
+            x = args[0]
+            if isinstance(x, Var) and (name != "sum_to" or floating_dclass(x.dclass)):
+                out.dclass = x.dclass  # (a sum of int8s is an int64)
+            elif type(x) is float:
+                out.dclass = ("f", out.id)  # np.broadcast_to(1.0, s): float64
             return
         if name in ("zeros_like", "ones_like") and arrays:
             out.sclass, out.dclass = arrays[0].sclass, arrays[0].dclass
@@ -271,14 +277,9 @@ class Builder:
             out.sclass, out.dclass = args[0].sclass, args[1].dclass
             return
         if prim.elementwise and arrays and others_scalar:
-            data = arrays if name != "where" else [a for a in args[1:]
-                                                   if isinstance(a, Var) and a.kind == "array"]
             if len({a.sclass for a in arrays}) == 1:
                 out.sclass = arrays[0].sclass
-            if not prim.differentiable:
-                out.dclass = ("bool",)
-            elif data and len({a.dclass for a in data}) == 1:
-                out.dclass = data[0].dclass
+            out.dclass = _elementwise_dclass(prim, args, out)
             return
         if name in ("sum", "mean", "max", "min", "prod", "var", "std", "logsumexp") and \
                 params.get("axis") is None and not params.get("keepdims"):
@@ -287,11 +288,14 @@ class Builder:
             key = _slice_shape_key(args[1])
             if key is not None:  # x[1:] and x[:-1] have one shape, whatever x's is
                 out.sclass = ("slice", args[0].sclass, key)
-        if name in ("sum", "mean", "max", "min", "prod", "var", "std", "logsumexp",
-                    "transpose", "swapaxes", "moveaxis", "expand_dims", "squeeze", "flip",
-                    "getitem", "concatenate", "stack", "trace") and arrays:
-            if len({a.dclass for a in arrays}) == 1:
-                out.dclass = arrays[0].dclass
+        if name in _REDUCTIONS | _MOVEMENTS and arrays:
+            d = arrays[0].dclass
+            if len({a.dclass for a in arrays}) != 1:
+                pass
+            elif name in _MOVEMENTS or name in ("max", "min") or floating_dclass(d):
+                out.dclass = d
+            elif name in ("mean", "var", "std", "logsumexp"):
+                out.dclass = ("f", out.id)  # float64 for integers
             return
         if name.endswith(("_grad_a", "_grad_b")) and len(arrays) == 3:
             like = args[1] if name.endswith("_grad_a") else args[2]
@@ -299,6 +303,53 @@ class Builder:
         if name.startswith(("matmul", "dot", "inner", "outer", "tensordot")) and arrays:
             if len({a.dclass for a in arrays}) == 1:
                 out.dclass = arrays[0].dclass
+
+
+_REDUCTIONS = {"sum", "mean", "max", "min", "prod", "var", "std", "logsumexp", "trace"}
+#: ops that move or select elements: the result has the operands' dtype
+_MOVEMENTS = {"transpose", "swapaxes", "moveaxis", "expand_dims", "squeeze", "flip", "getitem",
+              "concatenate", "stack"}
+#: elementwise ops whose result has the dtype of their (same-dtype) array operands whatever
+#: it is, when no scalar operand can promote it (bool + 1 is an int64 array)
+_KEEPS_DTYPE = {"add", "subtract", "multiply", "negative", "absolute", "maximum", "minimum",
+                "where", "clip", "sign", "square"}
+#: elementwise ops whose result is floating whatever their operands are (an int array's
+#: sine is float64, an int8 array's float16)
+_FLOAT_RESULT = {"divide", "sqrt", "exp", "log", "log1p", "expm1", "sin", "cos", "tan", "sinh",
+                 "cosh", "tanh", "arcsin", "arccos", "arctan", "sigmoid", "softplus"}
+
+
+def floating_dclass(dclass) -> bool:
+    """Whether values of this dtype class are known to be floating point: made by an op
+    with a floating result, or the fast path's `wrt` arguments (float arrays by guard)."""
+    return dclass == ("same",) or dclass[0] == "f"
+
+
+def _elementwise_dclass(prim, args, out):
+    """The dtype class of an elementwise result. The operands' class only when numpy keeps
+    that dtype: a floating dtype with Python scalars (weak, NEP 50), or any dtype for ops
+    that keep it with no scalar in the way; `2 * n` for an int array n is an int array but
+    `n / 3` is float64, so claiming n's class would let codegen write `n /= 3`."""
+    if not prim.differentiable:
+        return ("bool",)
+    operands = args[1:] if prim.name == "where" else args  # where's condition: no dtype
+    data = [a for a in operands if isinstance(a, Var) and a.kind == "array"]
+    scalars = [a for a in operands if not (isinstance(a, Var) and a.kind == "array")]
+    if data and len({a.dclass for a in data}) == 1:
+        d = data[0].dclass
+        weak = all(type(a) in (int, float, bool) or (isinstance(a, Var) and a.kind == "meta")
+                   for a in scalars)
+        if weak and floating_dclass(d):
+            return d
+        if not scalars and prim.name in _KEEPS_DTYPE:
+            return d
+    if prim.name in _FLOAT_RESULT or any(
+            type(a) is float or (isinstance(a, Var) and a.kind == "array" and
+                                 floating_dclass(a.dclass)) for a in operands):
+        # floating (numpy promotes anything with a float to a float), of a dtype numpy
+        # picks from the operands'
+        return ("f", out.id)
+    return out.dclass
 
 
 def _slice_shape_key(idx):
@@ -1392,11 +1443,12 @@ def _hashable(f) -> bool:
     return True
 
 
-def lower(fn, same=()) -> tuple[Graph, Source, dict]:
+def lower(fn, same=(), floats=()) -> tuple[Graph, Source, dict]:
     """Lower `fn` to a Graph whose inputs are its parameters and whose outputs are its
     return value (flattened: see `Graph.outputs`). Returns (graph, source, consts).
     The parameters at the indices `same` are taken to have one shape and one dtype (for
-    the fast path that runs when a call's arguments do)."""
+    the fast path that runs when a call's arguments do); those at `floats` to be floating
+    point (the generated code makes them so)."""
     src = parse_function(fn)
     a = src.tree.args
     low = Lowerer(src, Builder(), {}, (fn.__code__,), {})
@@ -1405,6 +1457,8 @@ def lower(fn, same=()) -> tuple[Graph, Source, dict]:
         raise low.unsupported("*args and **kwargs parameters are", node)
     params = [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs]
     inputs = [Var(p, "array") for p in params]
+    for i in floats:
+        inputs[i].dclass = ("f", inputs[i].id)
     for i in same:
         inputs[i].sclass, inputs[i].dclass = ("same",), ("same",)
     low.env.update(zip(params, inputs))

@@ -13,6 +13,7 @@
 """
 from __future__ import annotations
 
+import collections
 import numbers
 import threading
 
@@ -147,8 +148,8 @@ def _simplify(e: Eqn, c: _Ctx):
         if p is not None and p.prim.elementwise and p.prim.differentiable:
             arrays = [a for a in p.ins if isinstance(a, Var) and a.kind == "array"]
             same = [a for a in arrays if a.sclass == ins[0].sclass]
-            others_scalar = all(isinstance(a, Var) or isinstance(a, numbers.Number)
-                                for a in p.ins)
+            others_scalar = all(a.kind != "list" if isinstance(a, Var) else
+                                isinstance(a, numbers.Number) for a in p.ins)
             if same and others_scalar:
                 return ops.shape(same[0])
             if len(arrays) > 1 and others_scalar and len(arrays) <= 3:
@@ -169,8 +170,8 @@ def _simplify(e: Eqn, c: _Ctx):
 
 
 def _key(e: Eqn):
-    if not e.prim.pure:
-        return None  # two calls of an impure op are two results
+    if not e.prim.pure or any(o.kind == "list" for o in e.outs):
+        return None  # two calls of an impure op are two results; each list its own object
     parts = []
     for a in e.ins:
         if isinstance(a, Var):
@@ -198,18 +199,22 @@ def optimize(graph: Graph, named: set | None = None, passes=PASSES, keep=()) -> 
     outputs = graph.outputs
     _state.protected = {v.id for v in graph.inputs}
     _state.shape_alias = {}
-    while True:
-        run = _Run(graph, named, passes)
-        eqns = run.block(eqns, {}, {})
-        outputs = run.res_tree(outputs)
-        changed = run.changed
-        if "dce" in passes:
-            live = {v.id for v in iter_vars(outputs)} | {v.id for v in keep}
-            before = _count(eqns)
-            eqns = _dce(eqns, live)
-            changed = changed or _count(eqns) != before
-        if not changed:
-            break
+    # Shapes are rewritten last, once the rest has settled: the shape of a long chain of
+    # elementwise results becomes an expression in the shapes of the chain's inputs, and
+    # it is worth building only for the shapes still needed (where they are needed).
+    for shapes in (False, True):
+        while True:
+            run = _Run(graph, named, passes, shapes)
+            eqns = run.block(eqns, {}, {})
+            outputs = run.res_tree(outputs)
+            changed = run.changed
+            if "dce" in passes:
+                live = {v.id for v in iter_vars(outputs)} | {v.id for v in keep}
+                before = _count(eqns)
+                eqns = _dce(eqns, live)
+                changed = changed or _count(eqns) != before
+            if not changed:
+                break
     return Graph(graph.inputs, eqns, outputs, graph.name)
 
 
@@ -220,19 +225,28 @@ def _count(eqns) -> int:
 class _Run:
     """One sweep of simplify / fold / cse over a block and its nested blocks."""
 
-    def __init__(self, graph, named, passes):
+    def __init__(self, graph, named, passes, shapes=True):
         self.graph, self.named, self.passes = graph, named, passes
+        self.shapes = shapes  # whether `shape` equations are rewritten
         self.subst: dict[int, object] = {}
         self.changed = False
         self.shape_alias: dict[int, Var] = _state.shape_alias
         from .lower import Builder
 
-        self.facts = Builder()  # only its shape/dtype class rules are used
         self.shape_source: dict[int, Var] = {}
+        self.facts = Builder()  # only its shape/dtype class rules are used
+        # the shape Vars it knows: those read off a value, and those made to stand for one
+        self.facts.shape_source = collections.ChainMap(self.shape_alias, self.shape_source)
 
     def res(self, v):
+        if not isinstance(v, Var) or v.id not in self.subst:
+            return v
+        path = []
         while isinstance(v, Var) and v.id in self.subst:
+            path.append(v.id)
             v = self.subst[v.id]
+        for vid in path[:-1]:  # shorten the chain for the next lookup
+            self.subst[vid] = v
         return v
 
     def res_tree(self, o):
@@ -247,64 +261,104 @@ class _Run:
         return o
 
     def block(self, eqns, seen: dict, producer: dict) -> list:
-        from .lower import Builder, staging
-
+        """The block's equations after one sweep. Equations a simplification stages are
+        swept at once, in order, where the simplified one stood (a worklist, not
+        recursion): a chain of rewrites (the shape of a long elementwise chain) then
+        settles in one sweep rather than one sweep per link."""
         ctx = _Ctx(self.graph, self.named)
         ctx.producer = producer
         ctx.shape_alias = self.shape_alias
+        # (key, phase) -> the value an equation was simplified to: a second copy of it
+        # (staged again by another rewrite) takes that value instead of being rewritten
+        # once more, which would stage new copies of everything below it
+        done = getattr(seen, "simplified", None)
+        seen = _Seen(seen)
+        seen.simplified = {} if done is None else dict(done)
         new = []
-        for e in eqns:
+        todo = list(reversed(eqns))
+        while todo:
+            e = todo.pop()
             if e.prim.name in _STRUCTURED:
                 e.ins = [self.res_tree(a) for a in e.ins]
                 for b in e.blocks():
-                    b.eqns = self.block(b.eqns, dict(seen), dict(producer))
+                    b.eqns = self.block(b.eqns, seen, dict(producer))
                     b.outs = [self.res_tree(v) for v in b.outs]
                 new.append(e)
                 continue
-            e = Eqn(e.prim, [self.res_tree(a) for a in e.ins], e.outs, e.params, e.loc,
-                    e.phase)
-            out = e.outs[0]
-            if e.prim.name == "shape" and isinstance(e.ins[0], Var):
-                self.shape_source[out.id] = e.ins[0]
-            # with simpler inputs the shape and dtype facts may now be provable
-            self.facts.shape_source = dict(self.shape_source)
-            self.facts.shape_source.update(self.shape_alias)
-            self.facts._classes(e.prim, e.ins, e.params, out)
-            if "simplify" in self.passes:
-                scratch = Builder()
-                scratch.loc, scratch.phase, scratch.hint = e.loc, e.phase, out.hint
-                scratch.shape_source.update(self.shape_source)
-                with staging(scratch):
-                    r = _simplify(e, ctx)
-                if r is not _KEEP:
-                    for extra in scratch.eqns:  # a simplification may stage a cheaper op
-                        producer[extra.outs[0].id] = extra
-                        new.append(extra)
-                    if e.prim.name == "shape" and isinstance(r, Var):
-                        self.shape_alias.setdefault(r.id, e.ins[0])
-                    _move_name(out, r, self.named, e.phase, producer)
-                    self.subst[out.id] = r
-                    self.changed = True
-                    continue
-            if "fold" in self.passes and not any(isinstance(a, Var) for a in e.ins) and \
-                    e.prim.name not in _CREATORS and e.prim.impl is not None and e.prim.pure:
-                value = e.prim.impl(*e.ins, **e.params)
-                if not isinstance(value, numpy.ndarray) or value.size <= 16:
-                    self.subst[out.id] = value
-                    self.changed = True
-                    continue
-            if "cse" in self.passes and out.kind != "list":  # each list is its own object
-                k = _key(e)
-                if k is not None:
-                    if k in seen:
-                        _move_name(out, seen[k], self.named, e.phase, producer)
-                        self.subst[out.id] = seen[k]
-                        self.changed = True
-                        continue
-                    seen[k] = out
-            producer[out.id] = e
-            new.append(e)
+            staged = self.visit(e, ctx, seen, producer, new)
+            if e.prim.name in _CHAINS:
+                todo.extend(reversed(staged))
+            else:
+                new.extend(staged)
         return new
+
+    def visit(self, e: Eqn, ctx: _Ctx, seen: "_Seen", producer: dict, new: list) -> list:
+        """Simplify, fold or merge one equation (appending it to `new` when it stays);
+        returns the equations a simplification staged, still to be swept."""
+        e = Eqn(e.prim, [self.res_tree(a) for a in e.ins], e.outs, e.params, e.loc, e.phase)
+        out = e.outs[0]
+        if e.prim.name == "shape" and isinstance(e.ins[0], Var):
+            self.shape_source[out.id] = e.ins[0]
+        # with simpler inputs the shape and dtype facts may now be provable
+        self.facts._classes(e.prim, e.ins, e.params, out)
+        k = _key(e)
+        if "simplify" in self.passes and (self.shapes or e.prim.name != "shape"):
+            memo = seen.simplified.get((k, e.phase), _KEEP) if k is not None else _KEEP
+            if memo is not _KEEP:
+                self._replace(e, memo, producer)
+                return []
+            staged, r = self.simplify(e, ctx)
+            if r is not _KEEP:
+                for extra in staged:
+                    producer[extra.outs[0].id] = extra
+                if e.prim.name == "shape" and isinstance(r, Var):
+                    self.shape_alias.setdefault(r.id, e.ins[0])
+                self._replace(e, r, producer)
+                if k is not None:
+                    seen.simplified[(k, e.phase)] = r
+                return staged
+        if "fold" in self.passes and not any(isinstance(a, Var) for a in e.ins) and \
+                e.prim.name not in _CREATORS and e.prim.impl is not None and e.prim.pure:
+            value = e.prim.impl(*e.ins, **e.params)
+            if not isinstance(value, numpy.ndarray) or value.size <= 16:
+                self.subst[out.id] = value
+                self.changed = True
+                return []
+        if "cse" in self.passes and k is not None:
+            if k in seen:
+                self._replace(e, seen[k], producer)
+                return []
+            seen[k] = out
+        producer[out.id] = e
+        new.append(e)
+        return []
+
+    def simplify(self, e: Eqn, ctx: _Ctx):
+        """(equations staged, replacement value or _KEEP) of `_simplify` on e."""
+        from .lower import Builder, staging
+
+        scratch = Builder()
+        scratch.loc, scratch.phase, scratch.hint = e.loc, e.phase, e.outs[0].hint
+        scratch.shape_source = collections.ChainMap({}, self.shape_source)
+        with staging(scratch):
+            r = _simplify(e, ctx)
+        return scratch.eqns, r
+
+    def _replace(self, e: Eqn, r, producer: dict):
+        out = e.outs[0]
+        _move_name(out, r, self.named, e.phase, producer)
+        self.subst[out.id] = r
+        self.changed = True
+
+
+# rewrites that stage the same rewrite one step further up a chain of values: what they
+# stage is swept at once
+_CHAINS = {"shape", "reduced_size"}
+
+
+class _Seen(dict):
+    """CSE's table of a block (copied into nested blocks), with the block's memo of
+    simplified equations beside it."""
 
 
 def _has_effects(eqns) -> bool:

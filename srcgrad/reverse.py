@@ -279,10 +279,11 @@ class _Reverser:
             at_start.append(index)
         # x[t] of an array from outside the loop is cheaper to index again than to save
         remat = []
+        carry_ids = {id(c) for c in carry}
         for q in body.eqns:
             if q.prim.name == "getitem" and q.outs and q.outs[0].id in reads and \
                     isinstance(q.ins[0], Var) and q.ins[0].id not in fwd_body and \
-                    all(q.ins[0] is not c for c in carry) and \
+                    id(q.ins[0]) not in carry_ids and \
                     (q.ins[1] is index and index is not None and not counted):
                 remat.append(q)
         remat_ids = {q.outs[0].id for q in remat}
@@ -295,21 +296,23 @@ class _Reverser:
             b.phase, b.loc = "fwd", e.loc
             cond_outs = {o.id for e2 in body.eqns if e2.prim.name == "cond" for o in e2.outs}
             b.loc = None
+            mapping_shape = {}
             for group in (at_start, at_end):
                 for j, v in enumerate(group):
                     if v.id in shape_only and v.id not in cond_outs:
                         s_var = ops.shape(v)
                         group[j] = s_var
                         for shape_eqn in shape_only[v.id]:
-                            mapping_shape = {shape_eqn.outs[0].id: s_var}
-                            _subst(adj_eqns, mapping_shape)
+                            mapping_shape[shape_eqn.outs[0].id] = s_var
+            _subst(adj_eqns, mapping_shape)  # once: a pass per value would be quadratic
             b.pop_block()
             b.phase = "bwd"
         start_ids = {v.id for v in at_start}
         at_end = [v for v in at_end if v.id not in start_ids]  # saved once is enough
         # shapes of carried values are computed where their push happens: at the start
         moved = [e2 for e2 in body.eqns if e2.outs and e2.outs[0].id in start_ids]
-        body.eqns = moved + [e2 for e2 in body.eqns if all(e2 is not m for m in moved)]
+        moved_ids = {id(m) for m in moved}
+        body.eqns = moved + [e2 for e2 in body.eqns if id(e2) not in moved_ids]
         stack_eqn = None
         pops = []
         rev_index = Var(index.hint if index is not None and not counted else "_", "meta")
