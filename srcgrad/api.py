@@ -171,14 +171,17 @@ class _CompiledBase:
         fwd = Graph(graph.inputs, graph.eqns, [out], graph.name, graph.named)
         self._extra = []  # inputs the generated function takes after the user's parameters
         b, returns, check, nested = self._adjoint(fwd, wrt, out, aux)
-        opt = optimize(Graph(graph.inputs, b.eqns, [returns], graph.name), named=b.named,
-                       keep=[check] if check is not None else ())
+        # the value whose shape is checked at run time is an output like the others: the
+        # optimizer may replace it (`a + a` -> `2 * a`) and fusion must keep it
+        outs = [returns] if check is None else [returns, check]
+        opt = optimize(Graph(graph.inputs, b.eqns, outs, graph.name), named=b.named)
         opt.check(extra_inputs=self._extra + ([self._seed] if self.kind == "vjp" else []))
         if fused:
             from .fusion import fuse_graph
 
             opt.eqns = fuse_graph(opt.eqns, opt.outputs)
         returns = opt.outputs[0]
+        check = _scalar_check(opt.outputs[1]) if check is not None else None
         fname = f"{self.kind}_{self.fun.__name__}" + ("_same_shapes" if same else "")
         prologue = [] if same else [f"{graph.inputs[i].hint} = as_float({graph.inputs[i].hint})"
                                     for i in self.wrt_index]
@@ -349,6 +352,14 @@ class _CompiledBase:
         return functools.partial(self, obj)
 
 
+
+
+def _scalar_check(v):
+    """The value to check for a scalar shape at run time: None when the optimizer made it
+    a constant number (nothing to check)."""
+    if not isinstance(v, Var) and np.ndim(v) == 0:
+        return None
+    return v
 
 
 def _wrt_meet(graph, wrt_index) -> bool:
@@ -640,7 +651,7 @@ class NestedGradFunction(_CompiledBase):
         src = parse_function(self.fun)
         self._extra = extra
         d = graph.outputs[0]
-        check = graph.outputs[1] if len(graph.outputs) > 1 else None
+        check = _scalar_check(graph.outputs[1]) if len(graph.outputs) > 1 else None
         fname = "grad_" * len(self.levels) + self.fun.__name__
         fc = FunctionCode(fname, ", ".join(v.hint for v in graph.inputs + extra), graph.eqns,
                           d, graph.named, check_scalar=check)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import keyword
+import numbers
 import re
 
 import numpy
@@ -115,13 +116,27 @@ class _Emitter:
                 return v.const_name
             if v.id in self.inline:
                 return self.inline[v.id]
-            return self.namer.names[v.id]
+            name = self.namer.names.get(v.id)
+            if name is None:
+                return self._unnamed(v)
+            return name
         if isinstance(v, numpy.ndarray):
             return _array_literal(v)
         if isinstance(v, (tuple, slice)) and index_ctx:
             return index_source(v)
         text = literal(v)
         return f"({text})" if text.startswith("-") else text
+
+    def _unnamed(self, v: Var) -> str:
+        """An index part whose statement was left out (it is written where it is used, see
+        `_only_index_use`), read outside an index: `slice(a, b, c)` or a tuple."""
+        if v.id in self.slice_items:
+            a, b, c = (self.src(x) for x in self.slice_items[v.id])
+            return f"slice({a}, {b}, {c})"
+        if v.id in self.pack_items:
+            items = [self.src(x) for x in self.pack_items[v.id]]
+            return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+        raise KeyError(f"codegen: no name for {v!r}")
 
     def expr(self, e: Eqn, uses) -> str:
         p = e.prim
@@ -207,10 +222,11 @@ def _emit_function(fc: FunctionCode, namer: _Namer, em: _Emitter, inputs, indent
     em.regions = getattr(em, "regions", [])
     _collect(fc.eqns, em)
     _python_numbers(fc.eqns, em.maybe_py)
+    em.floating = _floating_values(fc.eqns, getattr(em, "floating", set()) | fc.floats)
     for v in inputs:
         namer.names.setdefault(v.id, v.hint)
         namer.used.add(namer.names[v.id])
-    uses = _uses(fc.eqns, fc.returns)
+    uses = _uses(fc.eqns, (fc.returns, fc.check_scalar))
     returned = {v.id for v in iter_vars(fc.returns)}
     lines.append(f"{indent}def {fc.name}({fc.params}):")
     body = indent + "    "
@@ -283,6 +299,88 @@ def _python_numbers_pass(eqns, out, maybe, pushed):
                 out.add(e.outs[0].id)
             for b in e.blocks():
                 _python_numbers_pass(b.eqns, out, maybe, pushed)
+
+
+# ops whose result is floating whatever their operands' dtypes (an int array in, floats out)
+_FLOAT_OUT = {"divide", "sin", "cos", "tan", "exp", "expm1", "log", "log1p", "sqrt", "tanh",
+              "sinh", "cosh", "arcsin", "arccos", "arctan", "sigmoid", "softplus", "mean",
+              "var", "std", "logsumexp"}
+# differentiable ops whose result is floating exactly when a data operand is (sums,
+# products, views, matmul...); every other op's result may be an integer or bool array
+_FLOAT_IF_ANY = {"sum", "prod", "max", "min", "getitem", "reshape", "transpose", "swapaxes",
+                 "moveaxis", "expand_dims", "squeeze", "flip", "sum_to", "broadcast_to",
+                 "matmul", "dot", "inner", "outer", "tensordot", "trace", "trace_transpose",
+                 "concatenate", "stack", "scatter_add", "zeros_like", "ones_like", "to_device",
+                 "stack_list"}
+
+
+def _inexact(v, floating: set) -> bool:
+    """Whether `v` is surely a floating (or complex) value at run time."""
+    if isinstance(v, Var):
+        return v.id in floating
+    return isinstance(v, (float, numpy.inexact)) and not isinstance(v, bool)
+
+
+def _floating_values(eqns, floating: set) -> set:
+    """Add to `floating` the ids of the values of `eqns` that are surely floating arrays
+    at run time, whatever dtypes the other inputs have (an int array times 2 stays int,
+    plus 0.5 becomes float: the IR's dtype classes cannot tell these apart). In-place
+    updates rely on it: `a += b` must not change `a`'s dtype."""
+    for e in eqns:
+        name = e.prim.name
+        if name == "cond":
+            for b in e.blocks():
+                _floating_values(b.eqns, floating)
+            sides = (e.params["then"].outs, e.params["else"].outs)
+            floating.update(o.id for o, a, b in zip(e.outs, *sides)
+                            if _inexact(a, floating) and _inexact(b, floating))
+        elif name in ("for", "while"):
+            _floating_loop(e, floating)
+        elif e.outs and _floating_result(e, floating):
+            floating.add(e.outs[0].id)
+    return floating
+
+
+def _floating_result(e, floating) -> bool:
+    name = e.prim.name
+    if name in _FLOAT_OUT:
+        return True
+    if name == "cast_like":
+        return _inexact(e.ins[1], floating)
+    if e.params.get("dtype") is not None:
+        try:
+            return numpy.dtype(e.params["dtype"]).kind in "fc"
+        except TypeError:
+            return False
+    if name in ("zeros", "ones", "eye"):  # float64 unless a dtype is passed by position
+        return len(e.ins) == 1
+    if name == "full":
+        return len(e.ins) == 2 and _inexact(e.ins[1], floating)
+    if not (name in _FLOAT_IF_ANY or e.prim.elementwise and e.prim.differentiable):
+        return False
+    data = [a for i, a in enumerate(e.ins) if e.prim.is_diff_input(i) or not
+            e.prim.differentiable]
+    return any(_inexact(a, floating) for a in data)
+
+
+def _floating_loop(e, floating):
+    """Loop results: floating when the initial value and every iteration's are (assumed
+    for the carried values, then dropped where the body disproves it)."""
+    body = e.params["body"]
+    inits = e.ins[3:] if e.prim.name == "for" else e.ins
+    carry = e.params["carry"]
+    assumed = {c.id for c, i in zip(carry, inits) if _inexact(i, floating)}
+    while True:
+        trial = set(floating) | assumed
+        for b in e.blocks():
+            _floating_values(b.eqns, trial)
+        kept = {c.id for c, n in zip(carry, body.outs) if c.id in assumed and
+                _inexact(n, trial)}
+        if kept == assumed:
+            break
+        assumed = kept
+    floating.update(trial)
+    floating.update(o.id for c, o in zip(carry, e.outs) if c.id in assumed)
 
 
 def _reads(eqns) -> set:
@@ -374,9 +472,11 @@ class _BlockCtx:
                 lines.append(ind + _norm(f"{self.namer.names[a.id]} {op}= {em.src(e.ins[1])}"))
             else:
                 lines.append(ind + _norm(f"{self.name(o)} = {em.expr(e, self.uses)}"))
-                if self.fc.check_scalar is not None and o is self.fc.check_scalar:
-                    lines.append(f"{ind}check_scalar({self.name(o)})")
-                    em.helpers.add("check_scalar")
+            chk = self.fc.check_scalar
+            if chk is not None and any(v is chk for v in e.outs):
+                # checked where it is made, however the statement was written
+                lines.append(f"{ind}check_scalar({self.name(chk)})")
+                em.helpers.add("check_scalar")
             if top and self.fc.free:
                 # free arrays after their last use: Python would keep every intermediate
                 # alive until the function returns
@@ -429,7 +529,7 @@ class _BlockCtx:
                 if not (src.name == "scatter_add" or (src.elementwise and src.differentiable
                                                       and src.name != "where")):
                     continue
-                if a.sclass != e.outs[0].sclass or a.dclass != e.outs[0].dclass or \
+                if a.sclass != e.outs[0].sclass or not self._keeps_dtype(a, q.ins[0]) or \
                         a.id in self.em.maybe_py or not self._only_fresh_readers(a, eqns, j):
                     continue
                 out[j] = (i, k)
@@ -475,7 +575,8 @@ class _BlockCtx:
         if last_use.get(a.id) != i or a.id in self.returned or a.id in self.inputs or \
                 a.id in self.fc.keep:
             return False
-        if a.sclass != o.sclass or a.dclass != o.dclass or a.id not in self.namer.names:
+        if a.sclass != o.sclass or not self._keeps_dtype(a, e.ins[1]) or \
+                a.id not in self.namer.names:
             return False
         if isinstance(e.ins[1], Var) and e.ins[1] is a:
             return False
@@ -484,6 +585,15 @@ class _BlockCtx:
                 made.prim.name in ("where",) or a.id in self.em.maybe_py:
             return False
         return self._owns(a, i, last_use) and self._only_fresh_readers(a, eqns, i)
+
+    def _keeps_dtype(self, a, b) -> bool:
+        """`a op b` surely has `a`'s dtype at run time, so `a op= b` may update `a`: `a` is a
+        floating array and `b` a Python number or an array of `a`'s dtype."""
+        if not _inexact(a, self.em.floating):
+            return False
+        if isinstance(b, Var):
+            return b.dclass == a.dclass and _inexact(b, self.em.floating)
+        return isinstance(b, numbers.Real)
 
     def _owns(self, a, i, last_use) -> bool:
         """Every other value named like `a` is dead by statement i (an in-place update
