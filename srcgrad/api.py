@@ -189,6 +189,7 @@ class _CompiledBase:
         fname = f"{self.kind}_{self.fun.__name__}" + ("_same_shapes" if same else "")
         as_float = [] if same else [graph.inputs[i] for i in self.wrt_index]
         fc = self._function_code(fname, src, opt, returns, b.named, as_float, check, nested)
+        fc.owned, fc.primal = self._owned(returns)
         if not getattr(fc, "floats_fixed", False):
             fc.floats = {graph.inputs[i].id for i in self.wrt_index}
         if self._extra:  # plain positional parameters: the wrapper binds the user's call
@@ -201,6 +202,13 @@ class _CompiledBase:
     def _function_code(self, fname, src, opt, returns, named, as_float, check, nested):
         return FunctionCode(fname, _signature_text(src.tree), opt.eqns, returns, named,
                             as_float=as_float, check_scalar=check)
+
+    def _owned(self, returns):
+        """(whether the caller must own the arrays returned, ids of those that are the
+        function's own value: its gradients must be fresh, its value is what f returns)."""
+        if self.has_aux:  # (grads, aux): aux is the user's, returned as f returns it
+            return True, {v.id for v in iter_vars(returns[1])}
+        return True, set()
 
     def _grads_or_zeros(self, b, grads, wrt):
         with staging(b):
@@ -483,6 +491,9 @@ class ValueAndGradFunction(_CompiledBase):
             return ((out, aux), g)
         return (out, g)
 
+    def _owned(self, returns):
+        return True, {v.id for v in iter_vars(returns[0])}
+
 
 class VJPFunction(_CompiledBase):
     """`vjp` compiled: returns (out, pullback); pullback(cotangent) gives the gradients."""
@@ -496,6 +507,9 @@ class VJPFunction(_CompiledBase):
         g = self._grads_or_zeros(b, grads, wrt)
         return b, (out, g), None, None
 
+    def _owned(self, returns):
+        return False, set()  # its value is f's; its pullback's gradients are fresh
+
     def _function_code(self, fname, src, opt, returns, named, as_float, check, nested):
         out, grads = returns
         eqns = opt.eqns
@@ -504,6 +518,7 @@ class VJPFunction(_CompiledBase):
         inner = FunctionCode("pullback", "", inner_eqns, grads, named,
                              free_after_forward=False)
         inner.inputs = inner.extra = [self._seed]
+        inner.owned = True
         outer = FunctionCode(fname, _signature_text(src.tree), eqns[:first_bwd],
                              (out, inner), named, as_float=as_float)
         outer.nested = (inner, len(eqns[:first_bwd]))
@@ -541,6 +556,9 @@ class JVPFunction(_CompiledBase):
                 b.hint = "t" + (out.hint if isinstance(out, Var) else "out")
                 t = ops.zeros_like(out) if isinstance(out, Var) else 0.0
         return b, (out, t), None, None
+
+    def _owned(self, returns):
+        return True, {v.id for v in iter_vars(returns[0])}
 
     def _function_code(self, fname, src, opt, returns, named, as_float, check, nested):
         fc = FunctionCode(fname, "", opt.eqns, returns, named)

@@ -31,6 +31,7 @@ import numpy
 from runtime.ops import helpers as _helpers
 from runtime.ops.core import literal
 
+from .fresh import fresh_returns
 from .ir import Eqn, Var, iter_vars
 
 __all__ = ["FunctionCode", "ModuleCode", "emit_module", "index_source"]
@@ -47,7 +48,7 @@ _INPLACE = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/"}
 _FRESH_READERS = {"sum", "mean", "prod", "max", "min", "var", "std", "logsumexp", "matmul",
                   "dot", "inner", "outer", "tensordot", "trace", "trace_transpose",
                   "scatter_add", "concatenate", "stack", "zeros_like", "ones_like", "shape",
-                  "ndim", "reduced_size", "fused"}
+                  "ndim", "reduced_size", "fused", "copy"}
 # a bare name the code calls or reads an attribute of (`np.sin(`, `sum_to(`), outside quotes
 _READ = re.compile(r"""('[^']*'|"[^"]*")|(?<![\w.])([A-Za-z_]\w*)(?=\s*[.(])""")
 _HOLE = "\x00{}\x00"  # an operand's place in a spelling, filled after renaming
@@ -102,6 +103,8 @@ class FunctionCode:
         self.docstring = docstring
         self.fast = fast
         self.extra = []  # inputs after the user's parameters, named here (called by position)
+        self.owned = False  # its returned arrays must be fresh (see srcgrad.fresh)...
+        self.primal = set()  # ... but for these ids (the function's own value)
         self.floats = set()  # ids of inputs the prologue made arrays (as_float)
         self.keep = set()  # ids never deleted (read by a nested function)
 
@@ -977,6 +980,7 @@ def _functions(fc: FunctionCode) -> list:
 def emit_module(fc: FunctionCode, inputs, header: str) -> ModuleCode:
     """The module source for `fc` (and its same-shape variant `fc.fast`, whose inputs are
     `fc.fast[0].inputs`) and the module-level names the caller must bind."""
+    _own_returns(fc)
     ops = _custom_ops(_functions(fc))
     clashes: set = set()
     while True:
@@ -986,6 +990,13 @@ def emit_module(fc: FunctionCode, inputs, header: str) -> ModuleCode:
         if found <= clashes:
             raise AssertionError(f"codegen: names {sorted(found)} keep clashing")
         clashes |= found
+
+
+def _own_returns(fc):
+    """Copy what the functions would return that the caller does not own (srcgrad.fresh)."""
+    for f in _functions(fc):
+        if f.owned:
+            f.eqns, f.returns = fresh_returns(f.eqns, f.returns, f.primal)
 
 
 def _emit_planned(fc, inputs, header, ops, clashes):
