@@ -1027,10 +1027,20 @@ def _emit_planned(fc, inputs, header, ops, clashes):
     found = {n for n in mod.reads if n not in mod.alias and n in taken}
     if found:
         return None, found
-    text = "\n".join([header] + _imports(mod) + ["", ""] + body) + "\n"
     scopes = {name: scope for name, scope in mod.scopes.values()}
     bound_ops = {mod.alias.get(n, n): op for n, op in ops.items() if n in mod.reads}
+    text = "\n".join([header] + _imports(mod) + _bound(scopes, bound_ops) + ["", ""] +
+                      body) + "\n"
     return ModuleCode(text, fc.module_name, mod.alias.get("np", "np"), scopes, bound_ops), set()
+
+
+def _bound(scopes, ops) -> list:
+    """Comment lines naming what srcgrad binds when it loads the module."""
+    if not scopes and not ops:
+        return []
+    return (["# bound by srcgrad when it loads this module (arrays are read at every call):"] +
+            [f"#   {name}: {scope.what}" for name, scope in scopes.items()] +
+            [f"#   {name}: the op {op.name!r}" for name, op in ops.items()])
 
 
 def _imports(mod: _Module) -> list:

@@ -19,10 +19,11 @@ __all__ = ["Scope", "ModuleArray", "scope_of", "describe", "resolve"]
 class Scope:
     """A namespace a generated function reads arrays from: a globals dict or a cell."""
 
-    def __init__(self, kind: str, obj, label: str):
+    def __init__(self, kind: str, obj, label: str, what: str):
         self.kind = kind  # "globals" or "cell"
         self.obj = obj
         self.label = label  # a readable module-level name for it
+        self.what = what  # what it is, for a comment in the generated module
 
     @property
     def key(self):
@@ -53,10 +54,12 @@ def scope_of(src, name: str) -> Scope:
     code = getattr(fn, "__code__", None)
     if name in src.closure and code is not None and name in code.co_freevars:
         cell = fn.__closure__[code.co_freevars.index(name)]
-        return Scope("cell", cell, f"{name}_cell")
+        return Scope("cell", cell, f"{name}_cell",
+                     f"the closure cell of {name!r} in {fn.__qualname__}")
     module = str(src.globals.get("__name__") or "module")
     short = module.rsplit(".", 1)[-1].strip("_") or "module"
-    return Scope("globals", src.globals, f"{short}_globals")
+    return Scope("globals", src.globals, f"{short}_globals",
+                 f"the globals of module {module!r}")
 
 
 def _unwrap(fn):
