@@ -48,10 +48,8 @@ def _describe(value, seen: set, depth: int = 0) -> str:
     if isinstance(value, tuple) and all(isinstance(v, (bool, int, float, str, type(None)))
                                         for v in value):
         return repr(value)
-    if isinstance(value, numpy.ndarray):
-        if value.size <= 16:
-            return f"array{value.dtype}{value.shape}{value.tobytes().hex()}"
-        return f"array-by-name{value.dtype}"
+    if isinstance(value, numpy.ndarray):  # read by name at every call: its value is no
+        return "array-by-name"  # part of the generated source (see srcgrad.scopes)
     if isinstance(value, types.FunctionType):
         return _function_text(value, seen, depth + 1)
     rules = getattr(value, "rules", None)

@@ -5,12 +5,26 @@ One primitive a line, named after the user's variables (`z`, its intermediates `
 of statements, `del` of forward intermediates once the backward pass is done with them,
 constants as plain literals. numpy is reached through the module-level name `np`, so the
 same source can be bound to cupy. Helpers numpy lacks come from `runtime.ops.helpers`.
+
+Names. Every name a generated module binds or reads goes through one plan (`_Module`):
+the user's parameters keep their names (callers pass keywords); the names the generated
+code reads from its module or from builtins (`np`, helpers, `range`...) are renamed where a
+parameter takes them (`import numpy as np_1`); module-level bindings (the namespaces that
+user arrays are read from, custom ops, fused kernels, the functions themselves) avoid
+both; locals avoid all of them. A module whose code turns out to read a name its plan did
+not foresee is planned again with it, so no choice of user names can make two meanings
+share one name.
+
+User arrays. An array the user's function reads from its module or a closure is read at
+the top of every call (`W = model_globals['W']`), never embedded (see srcgrad.scopes).
 """
 from __future__ import annotations
 
 import ast
 import collections
+import builtins
 import keyword
+import numbers
 import re
 
 import numpy
@@ -18,22 +32,27 @@ import numpy
 from runtime.ops import helpers as _helpers
 from runtime.ops.core import literal
 
+from .fresh import fresh_returns
 from .ir import Eqn, Var, iter_vars
 
-__all__ = ["FunctionCode", "emit_module", "index_source"]
+__all__ = ["FunctionCode", "ModuleCode", "emit_module", "index_source"]
 
 _INLINE = {"shape", "ndim", "pack", "make_slice", "len", "reduced_size"}
 _ident = re.compile(r"[^0-9a-zA-Z_]")
-# names generated code itself uses; a user variable with one of these names is suffixed
-_RESERVED = {"np", "float", "slice", "len", "int"} | set(keyword.kwlist)
+_KEYWORDS = set(keyword.kwlist)
+# builtins the emitted code is known to call; a local never takes one of these names (one
+# it calls that is not listed here is found when the module is checked, see emit_module)
+_BUILTINS = {"range", "reversed", "list", "len", "int", "float", "slice", "type"}
 _INPLACE = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/"}
 # primitives whose result never shares memory with their inputs (besides elementwise ones
 # and the bilinear cotangent ops)
 _FRESH_READERS = {"sum", "mean", "prod", "max", "min", "var", "std", "logsumexp", "matmul",
                   "dot", "inner", "outer", "tensordot", "trace", "trace_transpose",
                   "scatter_add", "concatenate", "stack", "zeros_like", "ones_like", "shape",
-                  "ndim", "reduced_size", "fused"}
-_EXTRA_HELPERS = {"as_float", "check_scalar"}
+                  "ndim", "reduced_size", "fused", "copy"}
+# a bare name the code calls or reads an attribute of (`np.sin(`, `sum_to(`), outside quotes
+_READ = re.compile(r"""('[^']*'|"[^"]*")|(?<![\w.])([A-Za-z_]\w*)(?=\s*[.(])""")
+_HOLE = "\x00{}\x00"  # an operand's place in a spelling, filled after renaming
 
 
 def index_source(idx) -> str:
@@ -62,22 +81,31 @@ def _array_literal(a: numpy.ndarray) -> str:
 
 
 class FunctionCode:
-    """One generated function: a signature, statements and a return expression."""
+    """One generated function: a signature, statements and a return expression.
 
-    def __init__(self, name, params, eqns, returns, named, *, prologue=(), nested=None,
+    `returns` is a structure of Vars, constants and (for a closure it returns) a nested
+    FunctionCode. `as_float`: the inputs converted on entry. `fast`: (FunctionCode, names
+    of the `wrt` parameters, [(parameter, keyword-only)]) of a same-shape variant that this
+    function calls when its guard holds."""
+
+    def __init__(self, name, params, eqns, returns, named, *, as_float=(), nested=None,
                  check_scalar=None, free_after_forward=True, prefer_names=None,
-                 docstring=None):
+                 docstring=None, fast=None):
         self.name = name
         self.params = params  # source text of the parameter list
         self.eqns = eqns
         self.returns = returns
         self.named = named
-        self.prologue = list(prologue)
+        self.as_float = list(as_float)
         self.nested = nested  # (FunctionCode, index into eqns where it starts)
         self.check_scalar = check_scalar
         self.free = free_after_forward
         self.prefer = prefer_names or {}
         self.docstring = docstring
+        self.fast = fast
+        self.extra = []  # inputs after the user's parameters, named here (called by position)
+        self.owned = False  # its returned arrays must be fresh (see srcgrad.fresh)...
+        self.primal = set()  # ... but for these ids (the function's own value)
         self.floats = set()  # ids of inputs the prologue made arrays (as_float)
         self.keep = set()  # ids never deleted (read by a nested function)
 
@@ -103,6 +131,14 @@ class _Names(dict):
         if vid not in self:
             self[vid] = name
         return self[vid]
+class ModuleCode:
+    """What `emit_module` made: the source, the names of its entry function and of numpy
+    in it, and the module-level names the caller binds (`scopes`: name -> Scope that user
+    arrays are read from; `ops`: name -> custom primitive)."""
+
+    def __init__(self, text, entry, numpy_name, scopes, ops):
+        self.text, self.entry, self.numpy_name = text, entry, numpy_name
+        self.scopes, self.ops = scopes, ops
 
 
 class _Namer:
@@ -125,7 +161,7 @@ class _Namer:
         base = _ident.sub("_", base) or "t"
         if base[0].isdigit():
             base = "t" + base
-        if exact_first and base not in self.used and base not in _RESERVED:
+        if exact_first and base not in self.used:
             self.used.add(base)
             return base
         k = self._next.get(base, 1)
@@ -137,45 +173,121 @@ class _Namer:
         return name
 
 
-class _Emitter:
-    def __init__(self, namer: _Namer, consts: dict):
-        self.namer = namer
-        self.consts = consts
+def _module_readable(name: str, ops: dict) -> bool:
+    """Whether generated code can mean `name` as a module-level or builtin name."""
+    return name in ("np", "ndarray") or name in _helpers.HELPERS or name in ops or \
+        hasattr(builtins, name)
+
+
+class _Module:
+    """The names of one generated module (see the module docstring)."""
+
+    def __init__(self, params: set, clashes: set, ops: dict):
+        self.params = params  # every parameter name of every generated function
+        self.ops = ops  # names the code calls custom ops by -> the ops
+        fixed = {"np", "ndarray"} | set(_helpers.HELPERS) | _BUILTINS | set(ops) | clashes
+        self.names = _Namer(params | fixed | _KEYWORDS)
+        # a name the code reads, taken by a parameter: the code reads it under another
+        self.alias = {n: self.names.fresh(n, False) for n in sorted(fixed & params)}
+        self.reads: set[str] = set()  # module-level / builtin names the code reads
         self.helpers: set[str] = set()
+        self.scopes: dict = {}  # Scope.key -> (module-level name, Scope)
+        self.regions: list = []  # (fused equation, its arguments' names at the call)
+        self.region_names: dict[str, str] = {}
+        self.namers: list[_Namer] = []  # of every function: the locals they chose
+        self.local_reserved = self.names.used  # no local may shadow any of these
+
+    def g(self, name: str) -> str:
+        """The name under which the code reads module-level or builtin `name`."""
+        self.reads.add(name)
+        if name in _helpers.HELPERS:
+            self.helpers.add(name)
+        return self.alias.get(name, name)
+
+    def bind(self, base: str) -> str:
+        """A new module-level name (a function, a namespace, a kernel)."""
+        return self.names.fresh(base, True)
+
+    def region_name(self, e) -> str:
+        """The module-level name of a fused region's function (`<name>_cuda` is its
+        kernel's spec)."""
+        base = e.params["name"]
+        if base not in self.region_names:
+            name = self.bind(base)
+            while name + "_cuda" in self.names.used:
+                name = self.bind(base)
+            self.names.used.add(name + "_cuda")
+            self.region_names[base] = name
+        return self.region_names[base]
+
+    def holder(self, scope) -> str:
+        if scope.key not in self.scopes:
+            self.scopes[scope.key] = (self.bind(scope.label), scope)
+        return self.scopes[scope.key][0]
+
+    def fixed(self, text: str) -> str:
+        """`text` (code with no local names in it) with the names it reads renamed."""
+        return _READ.sub(self._rename, text)
+
+    def _rename(self, m):
+        name = m.group(2)
+        if name is None or not _module_readable(name, self.ops):
+            return m.group(0)
+        return self.g(name)
+
+
+class _Emitter:
+    def __init__(self, namer: _Namer, mod: _Module):
+        self.namer = namer
+        self.mod = mod
         self.inline: dict[int, str] = {}
 
     def src(self, v, index_ctx=False) -> str:
         if isinstance(v, Var):
-            if v.const_name is not None:
-                self.consts[v.const_name] = v.const_value
-                return v.const_name
             if v.id in self.inline:
                 return self.inline[v.id]
-            return self.namer.names[v.id]
+            name = self.namer.names.get(v.id)
+            if name is None:
+                return self._unnamed(v)
+            return name
         if isinstance(v, numpy.ndarray):
-            return _array_literal(v)
+            return self.mod.fixed(_array_literal(v))
         if isinstance(v, (tuple, slice)) and index_ctx:
-            return index_source(v)
-        text = literal(v)
+            return self.mod.fixed(index_source(v))
+        text = self.mod.fixed(literal(v))
         return f"({text})" if text.startswith("-") else text
+
+    def _unnamed(self, v: Var) -> str:
+        """An index part whose statement was left out (it is written where it is used, see
+        `_only_index_use`), read outside an index: `slice(a, b, c)` or a tuple."""
+        if v.id in self.slice_items:
+            a, b, c = (self.src(x) for x in self.slice_items[v.id])
+            return f"{self.mod.g('slice')}({a}, {b}, {c})"
+        if v.id in self.pack_items:
+            items = [self.src(x) for x in self.pack_items[v.id]]
+            return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+        raise KeyError(f"codegen: no name for {v!r}")
 
     def expr(self, e: Eqn, uses) -> str:
         p = e.prim
         if p.name == "shape" and isinstance(e.ins[0], Var) and e.ins[0].id in self.maybe_py:
-            return f"np.shape({self.src(e.ins[0])})"  # may be a Python number at run time
+            # may be a Python number at run time
+            return f"{self.mod.g('np')}.shape({self.src(e.ins[0])})"
         if p.name == "reduced_size" and isinstance(e.ins[0], Var) and \
                 e.ins[0].id in self.maybe_py and e.params.get("axis") is None:
-            return f"np.size({self.src(e.ins[0])})"
+            return f"{self.mod.g('np')}.size({self.src(e.ins[0])})"
         if p.name == "getitem":
             x, idx = e.ins
             return f"{self.src(x)}[{self.index_src(idx)}]"
-        ins = [self.src(a) for a in e.ins]
-        if getattr(p, "custom", False):
-            self.consts[p.name] = p  # the user's op, bound under its own unique name
-        text = p.spell(ins, e.params, p.defaults)
-        head = text.split("(", 1)[0]
-        if "(" in text and head.isidentifier() and head in _helpers.HELPERS:
-            self.helpers.add(head)
+        return self.spell(p, [self.src(a) for a in e.ins], e.params)
+
+    def spell(self, p, ins, params) -> str:
+        """`p`'s spelling over operand texts: the names the spelling itself reads (`np`, a
+        helper, a builtin) are renamed before the operands are put in."""
+        holes = [_HOLE.format(k) for k in range(len(ins))]
+        text = self.mod.fixed(p.spell(holes, params, p.defaults))
+        for hole, operand in zip(holes, ins):
+            text = text.replace(hole, operand)
         return text
 
     def index_src(self, idx) -> str:
@@ -184,7 +296,8 @@ class _Emitter:
         if isinstance(idx, Var) and idx.id in self.pack_items:
             items = self.pack_items[idx.id]
             parts = [self.index_src(i) if isinstance(i, Var) and i.id in self.slice_items
-                     else (self.src(i) if isinstance(i, Var) else index_source((i,))[:-1])
+                     else (self.src(i) if isinstance(i, Var) else
+                           self.mod.fixed(index_source((i,))[:-1]))
                      for i in items]
             return parts[0] + "," if len(parts) == 1 else ", ".join(parts)
         if isinstance(idx, Var) and idx.id in self.slice_items:
@@ -192,7 +305,7 @@ class _Emitter:
             return f"{a}:{b}" if c == "" else f"{a}:{b}:{c}"
         if isinstance(idx, Var):
             return self.src(idx)
-        return index_source(idx)
+        return self.mod.fixed(index_source(idx))
 
 
 def _norm(line: str) -> str:
@@ -228,42 +341,101 @@ def _render_return(em: _Emitter, obj) -> str:
     if isinstance(obj, dict):
         return "{" + ", ".join(f"{literal(k)}: {_render_return(em, v)}"
                                for k, v in obj.items()) + "}"
-    if hasattr(obj, "text"):  # verbatim source (api._Raw)
-        return obj.text
+    if isinstance(obj, FunctionCode):  # a closure this function returns
+        return obj.local_name
     return em.src(obj)
 
 
 def _emit_function(fc: FunctionCode, namer: _Namer, em: _Emitter, inputs, indent: str,
-                   lines: list):
+                   lines: list, name: str):
     em.pack_items = getattr(em, "pack_items", {})
     em.slice_items = getattr(em, "slice_items", {})
     em.carries = getattr(em, "carries", set())
     em.maybe_py = getattr(em, "maybe_py", set())
     em.maybe_py.update(v.id for v in inputs if v.id not in fc.floats)
-    em.regions = getattr(em, "regions", [])
     _collect(fc.eqns, em)
     _python_numbers(fc.eqns, em.maybe_py)
+    em.floating = _floating_values(fc.eqns, getattr(em, "floating", set()) | fc.floats)
+    extra = {v.id for v in fc.extra}
     for v in inputs:
-        namer.names.setdefault(v.id, v.hint)
-        namer.used.add(namer.names[v.id])
-    uses = _uses(fc.eqns, fc.returns)
+        if v.id not in extra:  # the user's parameters keep their names (callers use them)
+            namer.names.setdefault(v.id, v.hint)
+            namer.used.add(namer.names[v.id])
+    for v in fc.extra:
+        namer.names[v.id] = namer.fresh(v.hint, True)
+    params = ", ".join([fc.params] * bool(fc.params) + [namer.names[v.id] for v in fc.extra])
+    uses = _uses(fc.eqns, (fc.returns, fc.check_scalar))
     returned = {v.id for v in iter_vars(fc.returns)}
-    lines.append(f"{indent}def {fc.name}({fc.params}):")
+    lines.append(f"{indent}def {name}({params}):")
     body = indent + "    "
     if fc.docstring:
         lines.append(f'{body}"""{fc.docstring}"""')
-    for p in fc.prologue:
-        lines.append(body + p)
+    if fc.fast is not None:
+        lines.extend(body + ln for ln in _guard(fc.fast, em.mod))
+    for v in fc.as_float:
+        x = namer.names[v.id]
+        lines.append(f"{body}{x} = {em.mod.g('as_float')}({x})")
+    _read_module_arrays(fc, namer, em, body, lines)
     if fc.check_scalar is not None and not _defined_in(fc.check_scalar, fc.eqns):
-        lines.append(f"{body}check_scalar({em.src(fc.check_scalar)})")
-        em.helpers.add("check_scalar")
+        lines.append(f"{body}{em.mod.g('check_scalar')}({em.src(fc.check_scalar)})")
     ctx = _BlockCtx(fc, namer, em, uses, returned, inputs)
     ctx.emit(fc.eqns, body, lines, top=True)
     if fc.nested:
         inner, _ = fc.nested
         lines.append("")
-        _emit_function(inner, namer, em, getattr(inner, "inputs", []), body, lines)
+        inner.local_name = namer.fresh(inner.name, True)
+        _emit_function(inner, namer, em, getattr(inner, "inputs", []), body, lines,
+                       inner.local_name)
     lines.append(f"{body}return {_render_return(em, fc.returns)}")
+
+
+def _guard(fast, mod: _Module) -> list:
+    """The test that sends a call to the same-shape variant, and the call."""
+    fast_fc, ws, params = fast
+    ndarray, kind = mod.g("ndarray"), f"{ws[0]}.dtype.kind == 'f'"
+    parts = ([" and ".join(f"{mod.g('type')}({w}) is {ndarray}" for w in ws) + f" and {kind}"] +
+             [f"{w}.shape == {ws[0]}.shape and {w}.dtype == {ws[0]}.dtype" for w in ws[1:]])
+    cond = "\n            and ".join(parts)
+    args = ", ".join(f"{n}={n}" if kw else n for n, kw in params)
+    return [f"if ({cond}):",
+            f"    return {fast_fc.module_name}({args})  # one shape, one dtype: nothing to undo"]
+
+
+def _module_arrays(fc: FunctionCode) -> list:
+    """The Vars of user arrays `fc` (and the closure it returns) reads, in order."""
+    found: dict[int, Var] = {}
+
+    def visit(eqns, outs):
+        for e in eqns:
+            for v in e.ins:
+                if isinstance(v, Var) and v.const_name is not None:
+                    found.setdefault(v.id, v)
+            for b in e.blocks():
+                visit(b.eqns, b.outs)
+        for v in iter_vars(outs):
+            if v.const_name is not None:
+                found.setdefault(v.id, v)
+
+    visit(fc.eqns, [fc.returns, fc.check_scalar])
+    if fc.nested:
+        found.update((v.id, v) for v in _module_arrays(fc.nested[0]))
+    return list(found.values())
+
+
+def _read_module_arrays(fc, namer, em, body, lines):
+    """`W = model_globals['W']`: each user array is read where the call starts, so a
+    rebound or changed array is what this call sees."""
+    read: dict = {}
+    for v in _module_arrays(fc):
+        if v.id in namer.names:
+            continue  # a parameter of a region function, or read by the enclosing function
+        ref = v.const_value
+        if ref.key in read:
+            namer.names[v.id] = read[ref.key]
+            continue
+        local = namer.fresh(v.const_name, True)
+        namer.names[v.id] = read[ref.key] = local
+        lines.append(f"{body}{local} = {ref.scope.read(em.mod.holder(ref.scope), ref.name)}")
 
 
 def _collect(eqns, em):
@@ -323,6 +495,95 @@ def _python_numbers_pass(eqns, out, maybe, pushed):
                 _python_numbers_pass(b.eqns, out, maybe, pushed)
 
 
+# ops whose result is floating whatever their operands' dtypes (an int array in, floats out)
+_FLOAT_OUT = {"divide", "sin", "cos", "tan", "exp", "expm1", "log", "log1p", "sqrt", "tanh",
+              "sinh", "cosh", "arcsin", "arccos", "arctan", "sigmoid", "softplus", "mean",
+              "var", "std", "logsumexp"}
+# differentiable ops whose result is floating exactly when a data operand is (sums,
+# products, views, matmul...); every other op's result may be an integer or bool array
+_FLOAT_IF_ANY = {"sum", "prod", "max", "min", "getitem", "reshape", "transpose", "swapaxes",
+                 "moveaxis", "expand_dims", "squeeze", "flip", "sum_to", "broadcast_to",
+                 "matmul", "dot", "inner", "outer", "tensordot", "trace", "trace_transpose",
+                 "concatenate", "stack", "scatter_add", "zeros_like", "ones_like", "to_device",
+                 "stack_list"}
+
+
+def _inexact(v, floating: set) -> bool:
+    """Whether `v` is surely a floating (or complex) value at run time."""
+    if isinstance(v, Var):
+        return v.id in floating
+    return isinstance(v, (float, numpy.inexact)) and not isinstance(v, bool)
+
+
+def _floating_values(eqns, floating: set) -> set:
+    """Add to `floating` the ids of the values of `eqns` that are surely floating arrays
+    at run time, whatever dtypes the other inputs have (an int array times 2 stays int,
+    plus 0.5 becomes float: the IR's dtype classes cannot tell these apart). In-place
+    updates rely on it: `a += b` must not change `a`'s dtype."""
+    for e in eqns:
+        name = e.prim.name
+        if name == "cond":
+            for b in e.blocks():
+                _floating_values(b.eqns, floating)
+            sides = (e.params["then"].outs, e.params["else"].outs)
+            floating.update(o.id for o, a, b in zip(e.outs, *sides)
+                            if _inexact(a, floating) and _inexact(b, floating))
+        elif name in ("for", "while"):
+            _floating_loop(e, floating)
+        elif e.outs and _floating_result(e, floating):
+            floating.add(e.outs[0].id)
+    return floating
+
+
+def _floating_result(e, floating) -> bool:
+    name = e.prim.name
+    if name in _FLOAT_OUT:
+        return True
+    if name == "cast_like":
+        return _inexact(e.ins[1], floating)
+    if e.params.get("dtype") is not None:
+        try:
+            return numpy.dtype(e.params["dtype"]).kind in "fc"
+        except TypeError:
+            return False
+    if name in ("zeros", "ones", "eye"):  # float64 unless a dtype is passed by position
+        return len(e.ins) == 1
+    if name == "full":
+        return len(e.ins) == 2 and _inexact(e.ins[1], floating)
+    if not (name in _FLOAT_IF_ANY or e.prim.elementwise and e.prim.differentiable):
+        return False
+    data = [a for i, a in enumerate(e.ins) if e.prim.is_diff_input(i) or not
+            e.prim.differentiable]
+    return any(_inexact(a, floating) for a in data)
+
+
+def _floating_loop(e, floating):
+    """Loop results: floating when the initial value and every iteration's are (assumed
+    for the carried values, then dropped where the body disproves it)."""
+    body = e.params["body"]
+    inits = e.ins[3:] if e.prim.name == "for" else e.ins
+    carry = e.params["carry"]
+    assumed = {c.id for c, i in zip(carry, inits) if _inexact(i, floating)}
+    while True:
+        trial = set(floating) | assumed
+        for b in e.blocks():
+            _floating_values(b.eqns, trial)
+        kept = {c.id for c, n in zip(carry, body.outs) if c.id in assumed and
+                _inexact(n, trial)}
+        if kept == assumed:
+            break
+        assumed = kept
+    floating.update(trial)
+    floating.update(o.id for c, o in zip(carry, e.outs) if c.id in assumed)
+
+
+def _reads(eqns) -> set:
+    out = set()
+    for e in eqns:
+        out.update(v.id for v in e.var_ins())
+    return out
+
+
 class _BlockCtx:
     def __init__(self, fc, namer, em, uses, returned, inputs):
         self.fc, self.namer, self.em = fc, namer, em
@@ -380,8 +641,8 @@ class _BlockCtx:
             elif pname == "fused":
                 names = ", ".join(self.name(v) for v in e.outs)
                 args = ", ".join(em.src(a) for a in e.ins)
-                lines.append(f"{ind}{names} = {e.params['name']}({args})")
-                em.regions.append(e)
+                lines.append(f"{ind}{names} = {em.mod.region_name(e)}({args})")
+                em.mod.regions.append((e, [em.src(a) for a in e.ins]))
             elif pname == "cond":
                 self.cond(e, ind, lines)
             elif pname in ("for", "while"):
@@ -407,9 +668,10 @@ class _BlockCtx:
                 lines.append(ind + _norm(f"{self.namer.names[a.id]} {op}= {em.src(e.ins[1])}"))
             else:
                 lines.append(ind + _norm(f"{self.name(o)} = {em.expr(e, self.uses)}"))
-                if self.fc.check_scalar is not None and o is self.fc.check_scalar:
-                    lines.append(f"{ind}check_scalar({self.name(o)})")
-                    em.helpers.add("check_scalar")
+            chk = self.fc.check_scalar
+            if chk is not None and any(v is chk for v in e.outs):
+                # checked where it is made, however the statement was written
+                lines.append(f"{ind}{em.mod.g('check_scalar')}({self.name(chk)})")
             if top and self.fc.free:
                 # free arrays after their last use: Python would keep every intermediate
                 # alive until the function returns
@@ -472,7 +734,7 @@ class _BlockCtx:
                 if not (src.name == "scatter_add" or (src.elementwise and src.differentiable
                                                       and src.name != "where")):
                     continue
-                if a.sclass != e.outs[0].sclass or a.dclass != e.outs[0].dclass or \
+                if a.sclass != e.outs[0].sclass or not self._keeps_dtype(a, q.ins[0]) or \
                         a.id in self.em.maybe_py or not self._only_fresh_readers(a, eqns, j):
                     continue
                 out[j] = (i, k)
@@ -517,7 +779,8 @@ class _BlockCtx:
         if last_use.get(a.id) != i or a.id in self.returned or a.id in self.inputs or \
                 a.id in self.fc.keep:
             return False
-        if a.sclass != o.sclass or a.dclass != o.dclass or a.id not in self.namer.names:
+        if a.sclass != o.sclass or not self._keeps_dtype(a, e.ins[1]) or \
+                a.id not in self.namer.names:
             return False
         if isinstance(e.ins[1], Var) and e.ins[1] is a:
             return False
@@ -526,6 +789,15 @@ class _BlockCtx:
                 made.prim.name in ("where",) or a.id in self.em.maybe_py:
             return False
         return self._owns(a, i, last_use) and self._only_fresh_readers(a, eqns, i)
+
+    def _keeps_dtype(self, a, b) -> bool:
+        """`a op b` surely has `a`'s dtype at run time, so `a op= b` may update `a`: `a` is a
+        floating array and `b` a Python number or an array of `a`'s dtype."""
+        if not _inexact(a, self.em.floating):
+            return False
+        if isinstance(b, Var):
+            return b.dclass == a.dclass and _inexact(b, self.em.floating)
+        return isinstance(b, numbers.Real)
 
     def _owns(self, a, i, last_use) -> bool:
         """Every other value named like `a` is dead by statement i (an in-place update
@@ -615,11 +887,12 @@ class _BlockCtx:
             idx = e.params["index"]
             a, b, c = (em.src(x) for x in e.ins[:3])
             if c == "1":
-                rng = f"range({b})" if a == "0" else f"range({a}, {b})"
+                rng = f"{em.mod.g('range')}({b})" if a == "0" else \
+                    f"{em.mod.g('range')}({a}, {b})"
             else:
-                rng = f"range({a}, {b}, {c})"
+                rng = f"{em.mod.g('range')}({a}, {b}, {c})"
             if e.params.get("reverse"):
-                rng = f"reversed({rng})"
+                rng = f"{em.mod.g('reversed')}({rng})"
             lines.append(f"{ind}for {self.name(idx, exact=True)} in {rng}:")
             if "brk" in e.params:
                 lines.append(f"{inner}if {names[e.params['brk']]}:")
@@ -670,18 +943,18 @@ def _is_fwd(v, eqns) -> bool:
     return False
 
 
-def _emit_regions(em: _Emitter, namer: _Namer, body: list):
+def _emit_regions(mod: _Module, body: list):
     """Module-level code of fused regions: a numpy reference and a CUDA kernel spec each."""
     from .fusion import cuda_expr, cuda_type
 
-    for e in em.regions:
+    for e, params in mod.regions:
         region = e.params["region"]
-        name = e.params["name"]
-        params = [em.src(v) for v in e.ins]
+        name = mod.region_name(e)
         # inputs keep the caller's names; everything the region defines gets its own local
         # name (an output may take over an input's name at the call site)
-        sub = _Namer(set(params) | _RESERVED)
+        sub = _Namer(mod.local_reserved | set(params))
         sub.names = {v.id: p for v, p in zip(e.ins, params)}
+        mod.namers.append(sub)
         ret = e.outs[0] if len(e.outs) == 1 else tuple(e.outs)
         fc = FunctionCode(name, ", ".join(params), region.eqns, ret, set(),
                           free_after_forward=False)
@@ -690,9 +963,7 @@ def _emit_regions(em: _Emitter, namer: _Namer, body: list):
         where = f"   ({e.loc.short()})" if e.loc is not None else ""
         fc.docstring = f"Fused elementwise region{where}: the numpy reference of " \
                        f"{name}_cuda."
-        sub_em = _Emitter(sub, em.consts)
-        sub_em.helpers = em.helpers
-        _emit_function(fc, sub, sub_em, [v for v in e.ins], "", body)
+        _emit_function(fc, sub, _Emitter(sub, mod), [v for v in e.ins], "", body, name)
         for q in region.eqns:  # names of the region's values (the reference named them)
             for o in q.outs:
                 sub.names.setdefault(o.id, sub.fresh(o.hint, False))
@@ -719,36 +990,120 @@ def _emit_regions(em: _Emitter, namer: _Namer, body: list):
         body.append(")")
 
 
-def _custom_op_names(fc: FunctionCode) -> set:
-    """The names the user's ops are called by in `fc`: no variable may take one."""
-    names = set()
+def _custom_ops(fcs) -> dict:
+    """name -> op, for the user's ops the functions call (by the op's name)."""
+    ops = {}
 
-    def scan(eqns):
+    def visit(eqns):
         for e in eqns:
             if getattr(e.prim, "custom", False):
-                names.add(e.prim.name)
+                ops[e.prim.name] = e.prim
             for b in e.blocks():
-                scan(b.eqns)
+                visit(b.eqns)
+            if e.prim.name == "fused":
+                visit(e.params["region"].eqns)
 
-    scan(fc.eqns)
+    for fc in fcs:
+        visit(fc.eqns)
+    return ops
+
+
+def _fused(eqns):
+    for e in eqns:
+        if e.prim.name == "fused":
+            yield e
+        for b in e.blocks():
+            yield from _fused(b.eqns)
+
+
+def _functions(fc: FunctionCode) -> list:
+    """`fc`, the closure it returns and its same-shape variant."""
+    out = [fc]
     if fc.nested:
-        scan(fc.nested[0].eqns)
-    return names
+        out += _functions(fc.nested[0])
+    if fc.fast is not None:
+        out += _functions(fc.fast[0])
+    return out
 
 
-def emit_module(fc: FunctionCode, inputs, header: str) -> tuple[str, dict]:
-    """The module source for `fc` and the module-level constants it refers to by name."""
-    reserved = set(_helpers.HELPERS) | _EXTRA_HELPERS | {v.hint for v in inputs}
-    namer = _Namer(reserved | _custom_op_names(fc))
-    consts: dict = {}
-    em = _Emitter(namer, consts)
+def emit_module(fc: FunctionCode, inputs, header: str) -> ModuleCode:
+    """The module source for `fc` (and its same-shape variant `fc.fast`, whose inputs are
+    `fc.fast[0].inputs`) and the module-level names the caller must bind."""
+    _own_returns(fc)
+    ops = _custom_ops(_functions(fc))
+    clashes: set = set()
+    while True:
+        code, found = _emit_planned(fc, inputs, header, ops, clashes)
+        if not found:
+            return code
+        if found <= clashes:
+            raise AssertionError(f"codegen: names {sorted(found)} keep clashing")
+        clashes |= found
+
+
+def _own_returns(fc):
+    """Copy what the functions would return that the caller does not own (srcgrad.fresh)."""
+    for f in _functions(fc):
+        if f.owned:
+            f.eqns, f.returns = fresh_returns(f.eqns, f.returns, f.primal)
+
+
+def _emit_planned(fc, inputs, header, ops, clashes):
+    """(ModuleCode, set()) or (None, names the code read that a local or parameter
+    took: the plan must steer clear of them)."""
+    extra = {v.id for v in fc.extra}  # named like locals, not kept like the user's
+    params = {v.hint for v in inputs if v.id not in extra}
+    mod = _Module(params, clashes, ops)
+    tops = [(fc, inputs)]
+    if fc.fast is not None:
+        tops.append((fc.fast[0], fc.fast[0].inputs))
+    for f, _ in tops:
+        f.module_name = mod.bind(f.name)
+    for f in _functions(fc):  # module-level names first: no local may take one
+        for v in _module_arrays(f):
+            mod.holder(v.const_value.scope)
+        for e in _fused(f.eqns):
+            mod.region_name(e)
     body: list[str] = []
-    _emit_function(fc, namer, em, inputs, "", body)
-    _emit_regions(em, namer, body)
-    if any("as_float(" in ln for ln in body):
-        em.helpers.add("as_float")
-    lines = [header, "import numpy as np"]
-    if em.helpers:
-        lines.append(f"from runtime.ops.helpers import {', '.join(sorted(em.helpers))}")
-    lines += ["", ""] + body
-    return "\n".join(lines) + "\n", consts
+    for f, ins in tops:
+        namer = _Namer(mod.local_reserved)
+        mod.namers.append(namer)
+        if body:
+            body += ["", ""]
+        _emit_function(f, namer, _Emitter(namer, mod), ins, "", body, f.module_name)
+    _emit_regions(mod, body)
+    taken = params.union(*(n.names.values() for n in mod.namers))
+    found = {n for n in mod.reads if n not in mod.alias and n in taken}
+    if found:
+        return None, found
+    scopes = {name: scope for name, scope in mod.scopes.values()}
+    bound_ops = {mod.alias.get(n, n): op for n, op in ops.items() if n in mod.reads}
+    text = "\n".join([header] + _imports(mod) + _bound(scopes, bound_ops) + ["", ""] +
+                      body) + "\n"
+    return ModuleCode(text, fc.module_name, mod.alias.get("np", "np"), scopes, bound_ops), set()
+
+
+def _bound(scopes, ops) -> list:
+    """Comment lines naming what srcgrad binds when it loads the module."""
+    if not scopes and not ops:
+        return []
+    return (["# bound by srcgrad when it loads this module (arrays are read at every call):"] +
+            [f"#   {name}: {scope.what}" for name, scope in scopes.items()] +
+            [f"#   {name}: the op {op.name!r}" for name, op in ops.items()])
+
+
+def _imports(mod: _Module) -> list:
+    def name(n):
+        return n if n not in mod.alias else f"{n} as {mod.alias[n]}"
+
+    lines = [f"import numpy as {mod.alias.get('np', 'np')}"]
+    if "ndarray" in mod.reads:
+        lines.append(f"from numpy import {name('ndarray')}")
+    if mod.helpers:
+        lines.append(f"from runtime.ops.helpers import "
+                     f"{', '.join(name(n) for n in sorted(mod.helpers))}")
+    renamed = sorted(n for n in mod.reads & set(mod.alias) if hasattr(builtins, n) and
+                     n not in mod.helpers and n not in ("np", "ndarray") and n not in mod.ops)
+    if renamed:  # builtins a parameter hides
+        lines.append(f"from builtins import {', '.join(name(n) for n in renamed)}")
+    return lines

@@ -32,6 +32,7 @@ from .errors import (RecursiveCallError, SrcgradError, UnknownFunctionError,
                      UnsupportedSyntaxError)
 from .frontend import Source, parse_function
 from .ir import Block, Eqn, Graph, Loc, Var
+from .scopes import ModuleArray, scope_of
 
 _MISSING = object()
 
@@ -542,7 +543,7 @@ class Lowerer:
         self.b = builder
         self.env = env
         self.stack = stack  # code objects / defs on the inlining stack (recursion check)
-        self.consts = consts  # name -> Var for module-level arrays
+        self.consts = consts  # ModuleArray.key -> Var, for module and closure arrays
         self.outer = outer
         self.node = src.tree
 
@@ -1075,15 +1076,18 @@ class Lowerer:
         return self.constant(name, value)
 
     def constant(self, name, value):
-        """A module-level or closure value: arrays are referenced by name, not copied."""
-        if isinstance(value, numpy.ndarray) and value.size > 16:
-            var = self.consts.get(name)
-            if var is None or var.const_value is not value:
-                var = Var(name, "array")
-                var.const_name, var.const_value = name, value
-                self.consts[name] = var
-            return var
-        return value
+        """A module-level or closure value. An array becomes a Var that generated code
+        reads from its namespace at every call (never a literal: the user may rebind or
+        change it between calls); see srcgrad.scopes."""
+        if not isinstance(value, numpy.ndarray):
+            return value
+        ref = ModuleArray(scope_of(self.src, name), name)
+        var = self.consts.get(ref.key)
+        if var is None:
+            var = Var(name, "array")
+            var.const_name, var.const_value = name, ref
+            self.consts[ref.key] = var
+        return var
 
     def expr_Tuple(self, node):
         return tuple(self.expr(e) for e in node.elts)

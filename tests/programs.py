@@ -502,7 +502,7 @@ class ProgramWriter:
             raise Reject("shapes that do not broadcast") from None
         k = self.draw(st.integers(0, 3), label="trip count")
         i = self.fresh("i")
-        value = self.val(t)
+        value = self.values[t]  # as the program holds it (a Python float stays one)
         for step in range(k):
             value = value * 0.5 + np.tanh(ve) * step
         self.emit(f"for {i} in range({k}):")

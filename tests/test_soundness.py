@@ -216,15 +216,6 @@ def test_non_scalar_outputs_are_refused(fn):
     assert info.value.filename == __file__ and info.value.lineno is not None
 
 
-def returns_int_array(x):
-    return np.sum(x > 0)
-
-
-def test_boolean_array_output_is_refused_at_run_time():
-    with pytest.raises(TypeError):
-        srcgrad.grad(returns_int_array, cache=False)(X)
-
-
 def square_sum(x):
     return np.sum(x * x)
 

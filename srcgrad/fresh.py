@@ -1,0 +1,139 @@
+"""Returned gradients are fresh arrays the caller owns (a step of codegen, on the IR).
+
+A gradient may come out as an input (`d/dx sum(x * y)` is `y`), a module array, a view of
+one (`y.T`), a read-only broadcast (`np.broadcast_to(1.0, x.shape)`), a value of the
+forward pass that a pullback returns at every call, or the same array as another returned
+value. Each such value is copied once before it is returned; values the function made
+itself, and returned once, are not.
+
+A small analysis gives every array value its possible *roots*: the arrays whose memory it
+may share. Inputs, module arrays and anything the function did not make itself have the
+root EXTERNAL; a broadcast has a read-only root of its own; ops that make new memory
+(elementwise ops, reductions, matmul...) start a root; views and pass-through ops (reshape,
+indexing, `sum_to` and `cast_like`, which return their input when there is nothing to
+do...) share their inputs' roots.
+"""
+from __future__ import annotations
+
+from runtime.ops.core import Primitive
+
+from .ir import Eqn, Var, iter_vars
+
+__all__ = ["fresh_returns", "COPY"]
+
+EXTERNAL = frozenset({("external",)})
+#: a new array with `x`'s values (`x` may also be a number: `cast_like` and `sum_to` pass
+#: Python numbers through, which have no `.copy()`)
+COPY = Primitive("copy", lambda x: x.copy(), spell=lambda i, p, d: f"np.copy({i[0]})")
+
+# ops whose result is new memory (besides elementwise ops and the bilinear cotangents)
+_NEW = {"sum", "mean", "prod", "max", "min", "var", "std", "logsumexp", "matmul", "dot",
+        "inner", "outer", "tensordot", "trace", "trace_transpose", "scatter_add",
+        "concatenate", "stack", "zeros_like", "ones_like", "zeros", "ones", "full", "eye",
+        "arange", "fused", "list_zeros", "stack_list", "copy"}
+# ops whose result may be (a view of) their first input (the others are shapes, indices, a
+# dtype to follow)
+_VIEWS = {"reshape", "transpose", "swapaxes", "moveaxis", "expand_dims", "squeeze", "flip",
+          "getitem", "sum_to", "cast_like", "astype", "to_device", "stop_gradient",
+          "broadcast_to", "copy_list"}
+# ops whose result holds all their inputs (lists)
+_HOLDERS = {"list_from", "list_append"}
+
+
+def _of(v, roots) -> frozenset:
+    if isinstance(v, Var):
+        return roots.get(v.id, EXTERNAL)  # not made here: an input, a module array...
+    return frozenset()
+
+
+def _roots(eqns, roots: dict) -> dict:
+    for e in eqns:
+        name = e.prim.name
+        if name == "cond":
+            for b in e.blocks():
+                _roots(b.eqns, roots)
+            sides = zip(e.params["then"].outs, e.params["else"].outs)
+            for o, (a, b) in zip(e.outs, sides):
+                roots[o.id] = _of(a, roots) | _of(b, roots)
+        elif name in ("for", "while"):
+            _loop_roots(e, roots)
+        elif name == "pop":  # a value saved by the forward pass
+            roots.update((o.id, EXTERNAL) for o in e.outs)
+        elif e.outs:
+            roots[e.outs[0].id] = _op_roots(e, roots)
+    return roots
+
+
+def _op_roots(e, roots) -> frozenset:
+    p = e.prim
+    made = frozenset({("new", e.outs[0].id)})
+    if p.meta or p.name in ("newstack", "push"):
+        return frozenset()
+    if p.elementwise and not getattr(p, "custom", False) or p.name in _NEW or \
+            p.name.endswith(("_grad_a", "_grad_b")):
+        return made
+    if p.name in _VIEWS:
+        first = _of(e.ins[0], roots)
+        if p.name == "broadcast_to":  # a view of its input that cannot be written
+            return first | {("read-only", e.outs[0].id)}
+        return first
+    ins = frozenset().union(*(_of(a, roots) for a in e.ins))
+    if p.name in _HOLDERS:
+        return ins
+    return ins | EXTERNAL  # an op srcgrad knows nothing of (a user's op): anything
+
+
+def _loop_roots(e, roots):
+    """A carried value's roots: its initial value's and every iteration's, to a fixpoint."""
+    carry, body = e.params["carry"], e.params["body"]
+    inits = e.ins[3:] if e.prim.name == "for" else e.ins
+    for c, i in zip(carry, inits):
+        roots[c.id] = _of(i, roots)
+    while True:
+        for b in e.blocks():
+            _roots(b.eqns, roots)
+        grown = False
+        for c, out in zip(carry, body.outs):
+            both = roots[c.id] | _of(out, roots)
+            if both != roots[c.id]:
+                roots[c.id], grown = both, True
+        if not grown:
+            break
+    for c, o in zip(carry, e.outs):
+        roots[o.id] = roots[c.id]
+
+
+def fresh_returns(eqns, returns, primal: set):
+    """(eqns, returns) where every returned array but the `primal` ones (the function's
+    own value, returned beside its gradient) is fresh: copied when it may share memory
+    with anything the caller can see or with another returned value."""
+    roots = _roots(eqns, {})
+    claimed = set()
+    for v in iter_vars(returns):
+        if v.id in primal:
+            claimed |= _of(v, roots)
+    copies = []
+
+    def own(v):
+        if not isinstance(v, Var) or v.id in primal or v.kind != "array":
+            return v
+        r = _of(v, roots)
+        if not (r & claimed or any(t[0] in ("external", "read-only") for t in r)):
+            claimed.update(r)
+            return v
+        new = Var(v.hint, "array", v.sclass, v.dclass)
+        copies.append(Eqn(COPY, [v], [new], {}, None, "bwd"))
+        return new
+
+    new_returns = _map(returns, own)
+    return (eqns + copies if copies else eqns), new_returns
+
+
+def _map(obj, fn):
+    if isinstance(obj, tuple):
+        return tuple(_map(o, fn) for o in obj)
+    if isinstance(obj, list):
+        return [_map(o, fn) for o in obj]
+    if isinstance(obj, dict):
+        return {k: _map(v, fn) for k, v in obj.items()}
+    return fn(obj)

@@ -1,0 +1,109 @@
+"""Where a user's module-level or closure array lives, so that generated code reads it when
+it is called.
+
+Generated code never embeds a user's array: it reads `model_globals['W']` (the globals dict
+of the module that defines the function reading `W`) or `scale_cell.cell_contents` (a
+closure cell) at the top of every call, so a rebound or mutated array is seen by the next
+call. The lowerer makes a `ModuleArray` for each such array; codegen binds each `Scope`
+to a module-level name of the generated module; `describe` names a scope relative to the
+transformed function, so that a module loaded from the disk cache in another process binds
+the same namespaces (`resolve`).
+"""
+from __future__ import annotations
+
+import sys
+
+__all__ = ["Scope", "ModuleArray", "scope_of", "describe", "resolve"]
+
+
+class Scope:
+    """A namespace a generated function reads arrays from: a globals dict or a cell."""
+
+    def __init__(self, kind: str, obj, label: str, what: str):
+        self.kind = kind  # "globals" or "cell"
+        self.obj = obj
+        self.label = label  # a readable module-level name for it
+        self.what = what  # what it is, for a comment in the generated module
+
+    @property
+    def key(self):
+        return (self.kind, id(self.obj))
+
+    def read(self, holder: str, name: str) -> str:
+        """Source text that reads `name` through the module-level name `holder`."""
+        if self.kind == "cell":
+            return f"{holder}.cell_contents"
+        return f"{holder}[{name!r}]"
+
+
+class ModuleArray:
+    """An array the user's code reads by name (a global, or a closure variable)."""
+
+    def __init__(self, scope: Scope, name: str):
+        self.scope, self.name = scope, name
+
+    @property
+    def key(self):
+        return self.scope.key + (self.name,)
+
+
+def scope_of(src, name: str) -> Scope:
+    """The namespace `name` resolves in for the parsed function `src` (a closure cell of
+    its function, else its globals: builtins hold no arrays)."""
+    fn = src.fn
+    code = getattr(fn, "__code__", None)
+    if name in src.closure and code is not None and name in code.co_freevars:
+        cell = fn.__closure__[code.co_freevars.index(name)]
+        return Scope("cell", cell, f"{name}_cell",
+                     f"the closure cell of {name!r} in {fn.__qualname__}")
+    module = str(src.globals.get("__name__") or "module")
+    short = module.rsplit(".", 1)[-1].strip("_") or "module"
+    return Scope("globals", src.globals, f"{short}_globals",
+                 f"the globals of module {module!r}")
+
+
+def _unwrap(fn):
+    while hasattr(fn, "__wrapped__"):
+        fn = fn.__wrapped__
+    return fn
+
+
+def describe(scope: Scope, fun):
+    """A JSON-able description of `scope` from the transformed function `fun`, or None
+    when another process could not find it again (a cell of a function inlined into
+    `fun`, a namespace that is no module's)."""
+    fn = _unwrap(fun)
+    if scope.kind == "globals":
+        if scope.obj is fn.__globals__:
+            return ["globals"]
+        module = scope.obj.get("__name__")
+        mod = sys.modules.get(module) if isinstance(module, str) else None
+        if mod is not None and getattr(mod, "__dict__", None) is scope.obj:
+            return ["module", module]
+        return None
+    code = fn.__code__
+    cells = dict(zip(code.co_freevars, fn.__closure__ or ()))
+    for var, cell in cells.items():
+        if cell is scope.obj:
+            return ["cell", var]
+    return None
+
+
+def resolve(desc, fun):
+    """The namespace object `desc` (from `describe`) names; LookupError if there is none."""
+    fn = _unwrap(fun)
+    if not desc:
+        raise LookupError("a namespace only the compiling process knows")
+    if desc[0] == "globals":
+        return fn.__globals__
+    if desc[0] == "module":
+        mod = sys.modules.get(desc[1])
+        if mod is None:
+            raise LookupError(f"module {desc[1]!r} is not imported")
+        return mod.__dict__
+    if desc[0] == "cell":
+        code = fn.__code__
+        if desc[1] in code.co_freevars and fn.__closure__:
+            return fn.__closure__[code.co_freevars.index(desc[1])]
+        raise LookupError(f"{fn.__name__} has no closure variable {desc[1]!r}")
+    raise LookupError(f"unknown namespace {desc!r}")
