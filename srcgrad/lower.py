@@ -138,6 +138,21 @@ _CREATORS = {"zeros", "ones", "full", "eye", "arange", "zeros_like", "ones_like"
 _SAME_SHAPE_ARG = {"sum_to": 1, "broadcast_to": 1, "reshape": 1, "scatter_add": 2}
 
 
+# results that may share memory with an input (views, or the input itself): an in-place
+# update of one would change the other
+_MAY_ALIAS = {"getitem", "reshape", "transpose", "swapaxes", "moveaxis", "expand_dims",
+              "squeeze", "broadcast_to", "flip", "astype", "cast_like", "sum_to",
+              "stop_gradient", "to_device", "stack_list", "to_float"}
+_OPSYM = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**",
+          ast.MatMult: "@", ast.FloorDiv: "//", ast.Mod: "%"}
+
+
+def _contains(container, v) -> bool:
+    items = container.values() if isinstance(container, dict) else container
+    return any(x is v or (isinstance(x, (tuple, list, dict)) and _contains(x, v))
+               for x in items)
+
+
 def _has_var(v) -> bool:
     if isinstance(v, Var):
         return True
@@ -190,6 +205,25 @@ class Builder:
         self.hint = "t"
         self.shape_source: dict[int, Var] = {}  # id of a `shape(v)` result -> v
         self.named: set[int] = set()  # Vars bound to a user's variable name
+        self.made_by: dict[int, str] = {}  # id of a staged result -> its primitive's name
+        self.inputs: set[int] = set()  # ids of the function's parameters
+        self.escaped: set[int] = set()  # ids of arrays put into run-time lists
+
+    def shared_why(self, v) -> "str | None":
+        """What array `v` may share its memory with that an in-place update of it would
+        change behind srcgrad's back; None for a fresh array this function made."""
+        if v.id in self.inputs:
+            return "the caller's argument"
+        if v.const_name is not None:
+            return "a module-level array"
+        if v.id in self.escaped:
+            return "an item of a list"
+        made = self.made_by.get(v.id)
+        if made is None:
+            return "a value of unknown origin (a loop or branch result)"
+        if made in _MAY_ALIAS:
+            return f"the array it is a view of ({made})"
+        return None
 
     def push_block(self):
         self._outer = getattr(self, "_outer", [])
@@ -225,6 +259,9 @@ class Builder:
         out = Var(hint, kind=self._kind(prim, args))
         self._classes(prim, args, params, out)
         self.eqns.append(Eqn(prim, args, [out], dict(params), self.loc, self.phase))
+        self.made_by[out.id] = prim.name
+        if prim is LIST_APPEND or prim is LIST_FROM:
+            self.escaped.update(a.id for a in args if isinstance(a, Var))
         if prim.name == "shape" and isinstance(args[0], Var):
             self.shape_source[out.id] = args[0]
         return out
@@ -662,10 +699,45 @@ class Lowerer:
         if not isinstance(node.target, ast.Name):
             raise self.unsupported("augmented assignment into a subscript or attribute "
                                    "(mutating an array) is", node)
-        self.b.hint = node.target.id
-        cur = self.load(node.target.id, node.target)
+        name = node.target.id
+        self.b.hint = name
+        cur = self.load(name, node.target)
         value = self.binop(node.op, cur, self.expr(node.value), node)
-        self.assign(node.target, value)
+        if isinstance(cur, Var) and cur.kind == "array" and cur.sclass != SCALAR:
+            self.update_in_place(name, cur, value, node)
+        else:  # Python numbers and numpy scalars are immutable: `+=` rebinds the name
+            self.assign(node.target, value)
+
+    def update_in_place(self, name, cur, value, node):
+        """`a += b` on an array updates it in place in numpy: every name bound to the same
+        array sees the new value. Names are rebound together; where the array may be
+        shared with what srcgrad cannot rebind (the caller's argument, a module array, a
+        view of another array, an item of a container), the statement is refused."""
+        why = self.b.shared_why(cur)
+        if why is None and any(_contains(v, cur) for lw in self.scopes()
+                               for v in lw.env.values() if isinstance(v, (tuple, list, dict))):
+            why = "an item of a list, tuple or dict"
+        if why is not None:
+            op = ast.unparse(node).split("=", 1)[0].strip()
+            raise self.error(f"`{op}=` updates the array in place, and here `{name}` may share "
+                             f"its memory with {why}, which numpy would change too; write "
+                             f"`{name} = {name} {_OPSYM.get(type(node.op), '+')} ...` to make "
+                             "a new array", node, UnsupportedSyntaxError)
+        if isinstance(value, Var) and self.b.eqns and self.b.eqns[-1].outs[0] is value:
+            value.hint = name
+            self.b.named.add(value.id)
+        for lw in self.scopes():
+            for n, v in list(lw.env.items()):
+                if v is cur:
+                    lw.env[n] = value
+
+    def scopes(self):
+        """This lowerer and those whose names it can reach: enclosing defs and callers."""
+        lw, out = self, []
+        while lw is not None and lw not in out:
+            out.append(lw)
+            lw = lw.outer or getattr(lw, "caller", None)
+        return out
 
     def stmt_FunctionDef(self, node):
         if node.decorator_list:
@@ -775,6 +847,8 @@ class Lowerer:
                 if isinstance(x, Var) and isinstance(y, Var) and x.dclass == y.dclass:
                     out.dclass = x.dclass
                 self.b.named.add(out.id)
+                if all(not isinstance(v, Var) or self.b.shared_why(v) is None for v in (x, y)):
+                    self.b.made_by[out.id] = "cond"  # fresh on both paths
                 outs.append(out)
                 tvals.append(x)
                 evals.append(y)
@@ -916,6 +990,7 @@ class Lowerer:
             env[n] = self._rebuild(v, carry[k:k + m])
             k += m
         extra = carry[k:]
+        fresh = self._fresh_carries(carried, carry)
         saved_env, saved_loop = self.env, getattr(self, "in_loop", False)
         self.env, self.in_loop = env, True
         params = {"carry": carry}
@@ -952,6 +1027,16 @@ class Lowerer:
                     raise self.error(f"`{n}` does not keep the same kind of value across "
                                      "loop iterations", node, UnsupportedSyntaxError)
                 nexts.extend(nv if isinstance(nv, tuple) else (nv,))
+            updated = {n.target.id for n in _walk_local(node.body, loops=True)
+                       if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)}
+            for c, nv in zip(carry, nexts):
+                if c.id in fresh and c.hint in updated and isinstance(nv, Var) and \
+                        nv is not c and \
+                        self.b.shared_why(nv) is not None:
+                    raise self.error(f"`{c.hint}` is updated in place inside this loop, but an "
+                                     "iteration leaves it sharing memory with another array "
+                                     f"({self.b.shared_why(nv)}); make a copy first", node,
+                                     UnsupportedSyntaxError)
             if has_break:
                 nexts += [self.env["<break>"], nxt_count]
             elif plan is None:
@@ -961,8 +1046,10 @@ class Lowerer:
             body_env = self.env
             self.env, self.in_loop = saved_env, saved_loop
         outs = [Var(c.hint, c.kind) for c in carry]
-        for o in outs:
+        for c, o in zip(carry, outs):
             self.b.named.add(o.id)
+            if c.id in fresh:
+                self.b.made_by[o.id] = "loop"
         self.b.loc = loc
         if has_break:
             params["brk"] = len(carry) - 2
@@ -991,6 +1078,20 @@ class Lowerer:
 
             self.branch(flag, take, lambda: self.run_body(cont), node)
             raise self.error("internal: a loop with return fell through", node)
+
+    def _fresh_carries(self, carried, carry) -> set:
+        """Ids of carried arrays that start as a fresh array no other name is bound to:
+        the loop body may update them in place (see update_in_place)."""
+        fresh, k = set(), 0
+        for n, v in carried:
+            for part in (v if isinstance(v, tuple) else (v,)):
+                if not isinstance(part, Var) or (  # a Python number is never shared
+                        part.kind == "array" and self.b.shared_why(part) is None and
+                        sum(1 for x in self.env.values() if x is part) == 1):
+                    fresh.add(carry[k].id)
+                    self.b.made_by[carry[k].id] = "loop"
+                k += 1
+        return fresh
 
     @staticmethod
     def _carry_names(carried, has_break, plan):
@@ -1399,6 +1500,7 @@ class Lowerer:
         bound.apply_defaults()
         env = dict(bound.arguments)
         sub = Lowerer(src, self.b, env, self.stack + (f.__code__,), self.consts)
+        sub.caller = self  # an in-place update in the callee changes the caller's array too
         return sub.run_inlined()
 
     def inline_local(self, lf: _LocalFunction, args, kwargs, node):
@@ -1461,6 +1563,7 @@ def lower(fn, same=(), floats=()) -> tuple[Graph, Source, dict]:
         raise low.unsupported("*args and **kwargs parameters are", node)
     params = [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs]
     inputs = [Var(p, "array") for p in params]
+    low.b.inputs.update(v.id for v in inputs)
     for i in floats:
         inputs[i].dclass = ("f", inputs[i].id)
     for i in same:

@@ -236,3 +236,69 @@ def test_a_derivative_is_never_dropped_silently():
     refused at the user's line."""
     with pytest.raises(SrcgradError):
         srcgrad.grad(slice_bound_from_active, cache=False)(X)
+
+
+# ---- numpy aliasing: `a += b` updates the array every alias sees ------------------------------
+
+def alias_of_fresh(x):
+    y = x * 1.0
+    v = y
+    v += 1.0
+    return np.sum(x * y)  # y changed with v: d/dx of x * (x + 1)
+
+
+def bump(v):
+    v += 1.0
+    return v
+
+
+def callee_updates_caller(x):
+    y = x * 2.0
+    z = bump(y)
+    return np.sum(y * x) + np.sum(z)  # y is z: both 2x + 1
+
+
+def accumulate(x, n):
+    h = np.zeros(3)
+    for i in range(n):
+        h += x * i
+    return np.sum(h * x)
+
+
+@pytest.mark.parametrize("fn,args", [(alias_of_fresh, (X,)), (callee_updates_caller, (X,)),
+                                     (accumulate, (X, 3))])
+def test_in_place_updates_reach_every_alias(fn, args):
+    out, g = srcgrad.value_and_grad(fn, cache=False)(*args)
+    assert out == pytest.approx(fn(*[a.copy() if isinstance(a, np.ndarray) else a
+                                     for a in args]))
+    ref = finite_differences(lambda *a: fn(*[b.copy() if isinstance(b, np.ndarray) else b
+                                             for b in a]), list(args), 0)
+    np.testing.assert_allclose(g, ref, rtol=1e-6, atol=1e-8)
+
+
+def update_argument(x):
+    v = x
+    v += 1.0
+    return np.sum(x * v)
+
+
+def update_view(a):
+    v = a[1:]
+    v *= 2.0
+    return np.sum(a ** 2)
+
+
+def update_aliased_carry(x, n):
+    h = x * 1.0
+    a = h
+    for i in range(n):
+        h += x
+    return np.sum(a * h)
+
+
+@pytest.mark.parametrize("fn,args", [(update_argument, (X,)), (update_view, (X,)),
+                                     (update_aliased_carry, (X, 2))])
+def test_in_place_updates_of_shared_arrays_are_refused(fn, args):
+    with pytest.raises(SrcgradError, match="in place") as info:
+        srcgrad.grad(fn, cache=False)(*args)
+    assert info.value.filename == __file__
