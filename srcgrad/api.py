@@ -11,9 +11,11 @@ from __future__ import annotations
 import ast
 import functools
 import inspect
+import linecache
 import os
 import sys
 import threading
+import types
 import weakref
 from typing import Any, Callable
 
@@ -24,7 +26,8 @@ from runtime import ops
 from . import cache as _cache
 from . import scopes as _scopes
 from .codegen import FunctionCode, emit_module
-from .errors import NotDifferentiableError, OutputTypeError, WrtError
+from .errors import (InternalError, NotDifferentiableError, OutputTypeError, SrcgradError,
+                     WrtError)
 from .frontend import parse_function
 from .ir import Graph, Var, iter_vars, unsound_uses
 from .lower import SCALAR, lower, staging
@@ -107,6 +110,12 @@ class _CompiledBase:
                             "supported: only grad(grad(f)) nests")
         if not callable(fun):
             raise TypeError(f"srcgrad.{self.kind} needs a function, got {type(fun).__name__}")
+        if isinstance(fun, types.MethodType):
+            # its `self` would be a run-time array to the compiler, and wrt would count
+            # from a signature other than the one compiled: refused, never mis-indexed
+            raise _wrt_error(fun.__func__, f"srcgrad.{self.kind} of a bound method "
+                             f"({fun.__qualname__}) is not supported yet: differentiate a "
+                             "function that takes the object's arrays as arguments")
         self.fun = fun
         self.wrt_index, self.wrt_tuple = _resolve_wrt(fun, wrt, argnums)
         self.has_aux = bool(has_aux)
@@ -266,7 +275,7 @@ class _CompiledBase:
             text, meta, path = loaded
             self._code = _cache.load_code(path, meta, text)
         else:
-            text, meta, self._graph = self._build()
+            text, meta, self._graph = self._guarded_build()
             self.compile_count += 1
             path = _store(key, text, meta)
             if path is None:
@@ -281,6 +290,26 @@ class _CompiledBase:
         self._impl = impl
         return impl
 
+    def _guarded_build(self, **kw):
+        """`_build`, with an unexpected failure inside srcgrad reported as an InternalError
+        at the user's function (never an internal traceback alone)."""
+        try:
+            return self._build(**kw)
+        except (SrcgradError, TypeError, ValueError):
+            raise  # the compiler's own, located errors and argument errors
+        except Exception as err:
+            code = getattr(inspect.unwrap(self.fun), "__code__", None)
+            where = () if code is None else (
+                code.co_filename, code.co_firstlineno, 0,
+                linecache.getline(code.co_filename, code.co_firstlineno))
+            what = ("the program is nested too deeply for the compiler (too many `if`s in a "
+                    "row or calls inside calls)" if isinstance(err, RecursionError) else
+                    f"{type(err).__name__}: {err}")
+            raise InternalError(f"srcgrad failed while compiling "
+                                f"{getattr(self.fun, '__qualname__', self.fun)!r}: {what}. "
+                                "This is a bug in srcgrad; please report it with this "
+                                "function", *where) from err
+
     def _fused_module(self):
         """(text, path, meta) of the fused variant (cached like the plain one)."""
         if self._fused is None:
@@ -292,7 +321,7 @@ class _CompiledBase:
                         self._find_ops(loaded[1]):
                     self._fused = loaded
                     return loaded
-            text, meta, _ = self._build(fused=True)
+            text, meta, _ = self._guarded_build(fused=True)
             path = _store(key, text, meta)
             if path is None:
                 path = f"<srcgrad {meta['entry']} fused>"
@@ -372,7 +401,7 @@ class _CompiledBase:
     def ir(self) -> str:
         """The optimized static graph the source was generated from, printed."""
         if self._graph is None:
-            _, _, self._graph = self._build()
+            _, _, self._graph = self._guarded_build()
         return str(self._graph)
 
     def clear(self):

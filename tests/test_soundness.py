@@ -302,3 +302,35 @@ def test_in_place_updates_of_shared_arrays_are_refused(fn, args):
     with pytest.raises(SrcgradError, match="in place") as info:
         srcgrad.grad(fn, cache=False)(*args)
     assert info.value.filename == __file__
+
+
+# ---- functions srcgrad cannot compile are refused, never mis-indexed ---------------------------
+
+class Model:
+    a = 2.0
+
+    def g(self, x, y):
+        return np.sum(x * y * self.a)
+
+
+@pytest.mark.parametrize("kw", [{}, {"wrt": "y"}, {"wrt": 1}])
+def test_bound_methods_are_refused_with_a_location(kw):
+    """wrt once counted from the bound signature while the compiled one had `self`, so
+    wrt="y" gave the gradient for x."""
+    with pytest.raises(SrcgradError, match="bound method") as info:
+        srcgrad.grad(Model().g, cache=False, **kw)(X, Y)
+    assert info.value.filename == __file__
+
+
+def test_an_unexpected_failure_inside_the_compiler_is_reported_at_the_function(monkeypatch):
+    from srcgrad import api
+    from srcgrad.errors import InternalError
+
+    def broken(*a, **k):
+        raise KeyError("internal")
+
+    monkeypatch.setattr(api, "optimize", broken)
+    with pytest.raises(InternalError, match="bug in srcgrad") as info:
+        srcgrad.grad(square_sum, cache=False)(X)
+    assert info.value.filename == __file__
+    assert info.value.lineno == square_sum.__code__.co_firstlineno
