@@ -24,6 +24,7 @@ import numpy as np
 from runtime import ops
 
 from . import cache as _cache
+from . import guards as _guards
 from . import scopes as _scopes
 from .codegen import FunctionCode, emit_module
 from .errors import (InternalError, NotDifferentiableError, OutputTypeError, SrcgradError,
@@ -121,6 +122,7 @@ class _CompiledBase:
         self.has_aux = bool(has_aux)
         self.use_disk_cache = bool(cache)
         self._impl = None
+        self._check = None  # whether what it read at compile time still holds
         self._gpu = None
         self._module = None
         self._code = None  # bytecode of the cached module, when the disk cache had it
@@ -148,6 +150,7 @@ class _CompiledBase:
         calls whose `wrt` arguments are float arrays of one shape and dtype, in which no
         broadcasting is undone and no dtype is cast (a cheap guard picks it)."""
         self._fast_useful = False
+        self._reads = []
         fc, inputs, header, opt = self._build_one(fused)
         if self.kind in ("grad", "value_and_grad") and len(self.wrt_index) > 1 and \
                 not fused and self._fast_useful:
@@ -163,9 +166,16 @@ class _CompiledBase:
         objects this build saw: never written to the disk cache)."""
         live = {n: s.obj for n, s in code.scopes.items()}
         live.update(code.ops)
+        guards = {}
+        for reads in self._reads:
+            for key, guard in reads.guards.items():
+                guards.setdefault(key, guard)
+        guards = list(guards.values())
         return {"entry": code.entry, "numpy": code.numpy_name, "positional": positional,
                 "scopes": {n: _scopes.describe(s, self.fun) for n, s in code.scopes.items()},
-                "ops": {n: _cache.op_fingerprint(op) for n, op in code.ops.items()}, "_live": live}
+                "ops": {n: _cache.op_fingerprint(op) for n, op in code.ops.items()},
+                "guards": _guards.describe(guards, self.fun), "_live": live,
+                "_guards": guards}
 
     def _param_names(self):
         return [(p.name, p.kind == p.KEYWORD_ONLY)
@@ -175,7 +185,8 @@ class _CompiledBase:
         # the prologue makes the `wrt` arguments floating (as_float); jvp takes its
         # primals as they come
         floats = self.wrt_index if self.kind != "jvp" else ()
-        graph, src, consts = lower(self.fun, same=self.wrt_index if same else (), floats=floats)
+        graph, src, reads = lower(self.fun, same=self.wrt_index if same else (), floats=floats)
+        self._reads.append(reads)
         if not same:
             self._fast_useful = _wrt_meet(graph, self.wrt_index)
         wrt = [graph.inputs[i] for i in self.wrt_index]
@@ -262,7 +273,20 @@ class _CompiledBase:
         # first calls from several threads at once: one compiles, the others wait for it
         # (a build keeps its state on the instance)
         with self._compile_lock:
-            return self._impl if self._impl is not None else self._compile_now()
+            if self._impl is not None:
+                if self._check is None or self._check():
+                    return self._impl
+                self.clear()  # a value it read at compile time has changed: compile again
+            return self._compile_now()
+
+    def _ready(self):
+        """The generated function, compiled again first if a value it read when it was
+        compiled (a global number, a config dict, a helper function...) has changed
+        (srcgrad.guards)."""
+        impl, check = self._impl, self._check
+        if impl is None or (check is not None and not check()):
+            impl = self._compile()
+        return impl
 
     def _compile_now(self):
         key = None
@@ -270,12 +294,13 @@ class _CompiledBase:
         if self.use_disk_cache and _cache.cache_dir() is not None:
             key = _cache.cache_key(self.fun, self._options())
             loaded = _cache.load(key)
-        if loaded is not None and _bindable(self.fun, loaded[1]) and \
-                self._find_ops(loaded[1]):
+        live = _bindable(self.fun, loaded[1]) if loaded is not None else None
+        if live is not None and self._find_ops(loaded[1]):
             text, meta, path = loaded
             self._code = _cache.load_code(path, meta, text)
         else:
             text, meta, self._graph = self._guarded_build()
+            live = meta["_guards"]
             self.compile_count += 1
             path = _store(key, text, meta)
             if path is None:
@@ -283,6 +308,7 @@ class _CompiledBase:
                 path = (f"<srcgrad {meta['entry']} {os.path.basename(code.co_filename)}:"
                         f"{code.co_firstlineno}>")
         self.cache_path = path
+        self._check = _guards.make_check(live)
         self._module = (text, path, meta)
         impl = self._bind(None)
         self._source = text if not text.startswith(_cache._MAGIC) else \
@@ -317,7 +343,7 @@ class _CompiledBase:
             if self.use_disk_cache and _cache.cache_dir() is not None:
                 key = _cache.cache_key(self.fun, dict(self._options(), fused=True))
                 loaded = _cache.load(key)
-                if loaded is not None and _bindable(self.fun, loaded[1]) and \
+                if loaded is not None and _bindable(self.fun, loaded[1]) is not None and \
                         self._find_ops(loaded[1]):
                     self._fused = loaded
                     return loaded
@@ -383,9 +409,7 @@ class _CompiledBase:
     # -- the public face ---------------------------------------------------------------------
 
     def __call__(self, *args, **kwargs):
-        impl = self._impl
-        if impl is None:
-            impl = self._compile()
+        impl = self._ready()
         if _CUPY_NAME in sys.modules:
             impl = self._gpu_impl(args, kwargs) or impl
         return impl(*args, **kwargs)
@@ -405,7 +429,7 @@ class _CompiledBase:
         return str(self._graph)
 
     def clear(self):
-        self._impl = self._gpu = self._module = self._fused = None
+        self._impl = self._gpu = self._module = self._fused = self._check = None
         self._source = self._graph = None
 
     def __repr__(self):
@@ -486,7 +510,7 @@ def _store(key, text, meta):
     """Write to the disk cache (without the live objects) when it is on; the path."""
     if key is None:
         return None
-    return _cache.store(key, text, {k: v for k, v in meta.items() if k != "_live"})
+    return _cache.store(key, text, {k: v for k, v in meta.items() if not k.startswith("_")})
 
 
 def _scalar_check(v):
@@ -561,18 +585,21 @@ def _copy_stacks(eqns):
     return head + eqns
 
 
-def _bindable(fun, meta) -> bool:
-    """Whether a module from the disk cache can be bound here: every namespace it reads
-    user arrays from can be found from `fun` (a closure cell of an inlined function
-    cannot: such a module is rebuilt)."""
-    if "scopes" not in meta:
-        return False
+def _bindable(fun, meta) -> "list | None":
+    """The live guards of a module from the disk cache, if it can be bound here: every
+    namespace it reads user arrays from can be found from `fun` (a closure cell of an
+    inlined function cannot: such a module is rebuilt), and every value it read when it
+    was compiled is still what it was (srcgrad.guards). None otherwise."""
+    if "scopes" not in meta or meta.get("guards") is None:
+        return None
     try:
         for desc in meta["scopes"].values():
             _scopes.resolve(desc, fun)
     except LookupError:
-        return False
-    return True
+        return None
+    found: dict = {}
+    return _guards.validate(
+        meta["guards"], fun, lambda d, kind: _guards.resolved_scope(d, kind, fun, found))
 
 
 class GradFunction(_CompiledBase):
@@ -696,7 +723,7 @@ class HVPFunction(_CompiledBase):
 
     def __call__(self, *args, **kwargs):
         *args, v = args
-        impl = self._impl or self._compile()
+        impl = self._ready()
         impl = self._gpu_impl(args + [v], kwargs) or impl
         return impl(*_bind(self.fun, args, kwargs), v)
 
@@ -724,14 +751,16 @@ class NestedGradFunction(_CompiledBase):
     def _options(self):
         return {"kind": "nested", "levels": tuple(self.levels)}
 
-    def _graph_ir(self):
-        """(graph whose output is the derivative, extra tangent inputs), before codegen."""
+    def _graph_ir(self, reads: list):
+        """(graph whose output is the derivative, extra tangent inputs), before codegen;
+        what the function read from outside it is added to `reads`."""
         from .forward import jvp_graph
 
         if isinstance(self.inner, NestedGradFunction):
-            graph, extra = self.inner._graph_ir()
+            graph, extra = self.inner._graph_ir(reads)
         else:
-            graph, src, _ = lower(self.fun, floats=set(self.levels))  # made float by __call__
+            graph, src, read = lower(self.fun, floats=set(self.levels))  # made float by __call__
+            reads.append(read)
             out = graph.outputs[0]
             wrt = [graph.inputs[self.inner.wrt_index[0]]]
             _check_output(out, src, "grad")
@@ -759,7 +788,8 @@ class NestedGradFunction(_CompiledBase):
         return new, extra + [t]
 
     def _build(self):
-        graph, extra = self._graph_ir()
+        self._reads = []
+        graph, extra = self._graph_ir(self._reads)
         src = parse_function(self.fun)
         self._extra = extra
         d = graph.outputs[0]
@@ -776,7 +806,7 @@ class NestedGradFunction(_CompiledBase):
     def __call__(self, *args, **kwargs):
         import numpy
 
-        impl = self._impl or self._compile()
+        impl = self._ready()
         impl = self._gpu_impl(args, kwargs) or impl
         full = _bind(self.fun, args, kwargs)
         for i in set(self.levels):
@@ -817,7 +847,7 @@ def jvp(fun: Callable, primals, tangents):
         raise TypeError(f"jvp: {fun.__name__}() takes {n} arguments, got {len(primals)}")
     ts = [numpy.zeros_like(numpy.asarray(p, dtype=float)) if t is None else t
           for p, t in zip(primals, tangents)]
-    impl = f._impl or f._compile()
+    impl = f._ready()
     impl = f._gpu_impl(primals + tuple(ts), {}) or impl
     return impl(*primals, *ts)
 
@@ -900,7 +930,7 @@ def jacobian(fun: Callable, *, wrt: Any = 0, mode: str = "rev", cache: bool = Tr
                 ef[k] = 0
             return numpy.stack(rows).reshape(out.shape + x.shape) if rows else \
                 numpy.zeros(out.shape + x.shape)
-        impl = fj._impl or fj._compile()
+        impl = fj._ready()
         zeros = [numpy.zeros_like(numpy.asarray(a, dtype=float)) for a in full]
         cols, out = [], None
         e = numpy.zeros_like(x)

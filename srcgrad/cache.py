@@ -94,6 +94,11 @@ def _function_text(fn, seen: set, depth: int = 0) -> str:
     return "\n".join(parts)
 
 
+def function_fingerprint(fn) -> str:
+    """Hex sha256 of what a function is: its code, and what it reads and closes over."""
+    return hashlib.sha256(_function_text(fn, set()).encode()).hexdigest()
+
+
 def op_fingerprint(op) -> str:
     """What a user's op is (its function and rules, and what they read and close over):
     generated code loaded from the disk cache finds the ops it calls by this."""

@@ -435,7 +435,7 @@ def _read_module_arrays(fc, namer, em, body, lines):
             continue
         local = namer.fresh(v.const_name, True)
         namer.names[v.id] = read[ref.key] = local
-        lines.append(f"{body}{local} = {ref.scope.read(em.mod.holder(ref.scope), ref.name)}")
+        lines.append(f"{body}{local} = {ref.source(em.mod.holder(ref.scope))}")
 
 
 def _collect(eqns, em):

@@ -32,7 +32,8 @@ from .errors import (RecursiveCallError, SrcgradError, UnknownFunctionError,
                      UnsupportedSyntaxError)
 from .frontend import Source, parse_function
 from .ir import Block, Eqn, Graph, Loc, Var
-from .scopes import ModuleArray, scope_of
+from .guards import Reads
+from .scopes import Path, scope_of
 
 _MISSING = object()
 
@@ -208,6 +209,7 @@ class Builder:
         self.made_by: dict[int, str] = {}  # id of a staged result -> its primitive's name
         self.inputs: set[int] = set()  # ids of the function's parameters
         self.escaped: set[int] = set()  # ids of arrays put into run-time lists
+        self.reads = Reads()  # what the function reads from outside it (srcgrad.guards)
 
     def shared_why(self, v) -> "str | None":
         """What array `v` may share its memory with that an in-place update of it would
@@ -245,7 +247,7 @@ class Builder:
             if _has_var(v):
                 raise StaticValueNeeded(f"the {k}= argument of {prim.name} (it must be a "
                                         "constant at compile time)", v)
-        args = list(args)
+        args = [self.reads.as_var(a) if type(a) is numpy.ndarray else a for a in args]
         for i, a in enumerate(args):
             if isinstance(a, (tuple, slice)) and _has_var(a):
                 args[i] = self.index_value(a)
@@ -575,12 +577,11 @@ class Lowerer:
     """Abstract interpreter of one function body (inlined callees get their own)."""
 
     def __init__(self, src: Source, builder: Builder, env: dict, stack: tuple,
-                 consts: dict, outer: "Lowerer | None" = None):
+                 outer: "Lowerer | None" = None):
         self.src = src
         self.b = builder
         self.env = env
         self.stack = stack  # code objects / defs on the inlining stack (recursion check)
-        self.consts = consts  # ModuleArray.key -> Var, for module and closure arrays
         self.outer = outer
         self.node = src.tree
 
@@ -1142,7 +1143,10 @@ class Lowerer:
                 what = _UNSUPPORTED_EXPR.get(type(node), f"`{type(node).__name__}` expressions")
                 raise self.unsupported(what + " are" if what.endswith("s") else what + " is",
                                        node)
-            return method(node)
+            value = method(node)
+            if type(value) is numpy.ndarray:  # a user's array, reached some other way
+                value = self.b.reads.as_var(value)  # than by name: read it at every call
+            return value
         except StaticValueNeeded as e:
             raise self.error(f"srcgrad needs {e.what} at compile time, but it is only known "
                              "when the function runs", node) from None
@@ -1177,18 +1181,17 @@ class Lowerer:
         return self.constant(name, value)
 
     def constant(self, name, value):
-        """A module-level or closure value. An array becomes a Var that generated code
-        reads from its namespace at every call (never a literal: the user may rebind or
-        change it between calls); see srcgrad.scopes."""
-        if not isinstance(value, numpy.ndarray):
+        """A module-level, closure or builtin value. An array becomes a Var that generated
+        code reads from its namespace at every call (never a literal: the user may rebind
+        or change it between calls); anything else is guarded (srcgrad.guards)."""
+        path = Path(scope_of(self.src, name), name)
+        reads = self.b.reads
+        if isinstance(value, numpy.ndarray):
+            return reads.array(path, value)
+        if path.scope.kind == "globals" and name not in path.scope.obj:
+            reads.builtin(path)  # found in builtins: a global of that name would hide it
             return value
-        ref = ModuleArray(scope_of(self.src, name), name)
-        var = self.consts.get(ref.key)
-        if var is None:
-            var = Var(name, "array")
-            var.const_name, var.const_value = name, ref
-            self.consts[ref.key] = var
-        return var
+        return reads.root(path, value)
 
     def expr_Tuple(self, node):
         return tuple(self.expr(e) for e in node.elts)
@@ -1324,10 +1327,11 @@ class Lowerer:
             if name in METHODS:
                 return _BoundMethod(METHODS[name], obj, name)
         try:
-            return getattr(obj, name)
+            value = getattr(obj, name)
         except AttributeError:
             raise self.error(f"{type(obj).__name__} object has no attribute {name!r}", node,
                              UnknownFunctionError) from None
+        return self.b.reads.attr(obj, name, value)
 
     def expr_Subscript(self, node):
         obj = self.expr(node.value)
@@ -1354,9 +1358,10 @@ class Lowerer:
                                  "not supported", node, UnsupportedSyntaxError)
             return ops.getitem(obj, idx)
         try:
-            return obj[idx]
+            value = obj[idx]
         except Exception as e:
             raise self.error(f"{type(e).__name__}: {e}", node) from None
+        return self.b.reads.item(obj, idx, value)
 
     def index(self, node):
         if isinstance(node, ast.Slice):
@@ -1493,13 +1498,16 @@ class Lowerer:
             f = f.fun
         self._check_recursion(f.__code__, f.__name__, node)
         src = parse_function(f)
+        if f.__defaults__ or f.__kwdefaults__:  # the defaults it is inlined with
+            self.b.reads.attr(f, "__defaults__", f.__defaults__)
+            self.b.reads.attr(f, "__kwdefaults__", f.__kwdefaults__)
         try:
             bound = inspect.signature(f).bind(*args, **kwargs)
         except TypeError as e:
             raise self.error(f"in the call to {f.__name__}: {e}", node) from None
         bound.apply_defaults()
         env = dict(bound.arguments)
-        sub = Lowerer(src, self.b, env, self.stack + (f.__code__,), self.consts)
+        sub = Lowerer(src, self.b, env, self.stack + (f.__code__,))
         sub.caller = self  # an in-place update in the callee changes the caller's array too
         return sub.run_inlined()
 
@@ -1527,7 +1535,7 @@ class Lowerer:
         src = Source(lf.lowerer.src.fn, lf.lowerer.src.filename, lf.lowerer.src.firstlineno,
                      lf.node, lf.lowerer.src.lines, lf.lowerer.src.globals,
                      lf.lowerer.src.closure)
-        sub = Lowerer(src, self.b, env, self.stack + (lf.node,), self.consts, outer=lf.lowerer)
+        sub = Lowerer(src, self.b, env, self.stack + (lf.node,), outer=lf.lowerer)
         return sub.run_inlined()
 
     def run_inlined(self):
@@ -1551,13 +1559,14 @@ def _hashable(f) -> bool:
 
 def lower(fn, same=(), floats=()) -> tuple[Graph, Source, dict]:
     """Lower `fn` to a Graph whose inputs are its parameters and whose outputs are its
-    return value (flattened: see `Graph.outputs`). Returns (graph, source, consts).
+    return value (flattened: see `Graph.outputs`). Returns (graph, source, reads): what it
+    read from outside the function (srcgrad.guards).
     The parameters at the indices `same` are taken to have one shape and one dtype (for
     the fast path that runs when a call's arguments do); those at `floats` to be floating
     point (the generated code makes them so)."""
     src = parse_function(fn)
     a = src.tree.args
-    low = Lowerer(src, Builder(), {}, (fn.__code__,), {})
+    low = Lowerer(src, Builder(), {}, (fn.__code__,))
     if a.vararg or a.kwarg:
         node = a.vararg or a.kwarg
         raise low.unsupported("*args and **kwargs parameters are", node)
@@ -1576,4 +1585,4 @@ def lower(fn, same=(), floats=()) -> tuple[Graph, Source, dict]:
         except _Return as r:
             result = r.value
     graph = Graph(inputs, low.b.eqns, [result], name=fn.__name__, named=low.b.named)
-    return graph, src, low.consts
+    return graph, src, low.b.reads

@@ -1,19 +1,20 @@
-"""Where a user's module-level or closure array lives, so that generated code reads it when
-it is called.
+"""Where a value the user's code reads from outside the function lives: a `Path` from a
+namespace (a module's globals dict, or a closure cell) through attributes and items.
 
 Generated code never embeds a user's array: it reads `model_globals['W']` (the globals dict
-of the module that defines the function reading `W`) or `scale_cell.cell_contents` (a
-closure cell) at the top of every call, so a rebound or mutated array is seen by the next
-call. The lowerer makes a `ModuleArray` for each such array; codegen binds each `Scope`
-to a module-level name of the generated module; `describe` names a scope relative to the
-transformed function, so that a module loaded from the disk cache in another process binds
-the same namespaces (`resolve`).
+of the module that defines the function reading `W`), `scale_cell.cell_contents` (a
+closure cell) or `model_globals['params']['W1']` at the top of every call, so a rebound or
+mutated array is seen by the next call. Other values read at compile time (numbers,
+functions, dicts...) are guarded instead (srcgrad.guards). The lowerer makes a `Path` for
+each; codegen binds each `Scope` to a module-level name of the generated module;
+`describe` names a scope relative to the transformed function, so that a module loaded
+from the disk cache in another process binds the same namespaces (`resolve`).
 """
 from __future__ import annotations
 
 import sys
 
-__all__ = ["Scope", "ModuleArray", "scope_of", "describe", "resolve"]
+__all__ = ["Scope", "Path", "scope_of", "describe", "resolve"]
 
 
 class Scope:
@@ -36,15 +37,42 @@ class Scope:
         return f"{holder}[{name!r}]"
 
 
-class ModuleArray:
-    """An array the user's code reads by name (a global, or a closure variable)."""
+class Path:
+    """A value the user's code reads from outside the function: `name` in `scope`, then
+    `steps`, each ("attr", name) or ("item", key) with a constant key."""
 
-    def __init__(self, scope: Scope, name: str):
-        self.scope, self.name = scope, name
+    __slots__ = ("scope", "name", "steps")
+
+    def __init__(self, scope: Scope, name: str, steps: tuple = ()):
+        self.scope, self.name, self.steps = scope, name, steps
 
     @property
     def key(self):
-        return self.scope.key + (self.name,)
+        return self.scope.key + (self.name, self.steps)
+
+    def child(self, kind: str, key) -> "Path":
+        return Path(self.scope, self.name, self.steps + ((kind, key),))
+
+    def source(self, holder: str) -> str:
+        """Source text that reads the value through the module-level name `holder`."""
+        return self.scope.read(holder, self.name) + self._steps_text()
+
+    def text(self) -> str:
+        """How the user's code spells it: `CFG['s']`, `mylib.f`."""
+        return self.name + self._steps_text()
+
+    def _steps_text(self) -> str:
+        return "".join(f".{key}" if kind == "attr" else f"[{key!r}]"
+                       for kind, key in self.steps)
+
+    def get(self, root=None):
+        """The value now (root: the scope's object, by default the one seen at compile
+        time); LookupError/AttributeError/... if it is gone."""
+        obj = self.scope.obj if root is None else root
+        value = obj.cell_contents if self.scope.kind == "cell" else obj[self.name]
+        for kind, key in self.steps:
+            value = getattr(value, key) if kind == "attr" else value[key]
+        return value
 
 
 def scope_of(src, name: str) -> Scope:

@@ -1,0 +1,342 @@
+"""What compiled code read at compile time from outside the function, and the guards that
+keep it true.
+
+A gradient depends on more than its arguments: a module-level number (`SCALE`), a config
+dict (`CFG["lr"]`), a helper reached as `mylib.f`, an object's attribute (`model.W`). The
+lowerer reads these when it compiles, and records every read in a `Reads` as a
+`scopes.Path` from the namespace it came from (a module's globals, or a closure cell):
+
+- an array is never embedded: generated code reads it through its path at every call
+  (`model_globals['params']['W1']`), so a rebound or mutated array is what the next call
+  sees;
+- anything else read at compile time gets a guard: a snapshot of the value (numbers and
+  strings by type and value, lists/tuples/dicts item by item, functions, modules, objects
+  by identity, a builtin name by its absence from the globals). Before each call the
+  compiled function checks its guards (`make_check`); if one fails, the function is
+  compiled again. The disk cache stores the same guards as fingerprints that another
+  process can check (`fingerprint`, `describe`, `validate`).
+
+Attributes of library modules (numpy, math, scipy...) are taken as fixed: `np.sin` is
+not guarded, only that `np` still names numpy.
+"""
+from __future__ import annotations
+
+import hashlib
+import types
+
+import numpy
+
+from .scopes import Path, describe as describe_scope, resolve as resolve_scope
+
+__all__ = ["Reads", "make_check", "fingerprint", "describe", "validate"]
+
+_ATOMS = (bool, int, float, complex, str, bytes, type(None))
+_LIBRARIES = frozenset({"numpy", "math", "cmath", "builtins", "scipy", "srcgrad", "runtime",
+                        "cupy", "functools", "operator", "itertools", "collections"})
+_MAX_DEPTH = 8
+ABSENT = ("absent",)  # the snapshot of a builtin's name: absent from the globals
+
+
+def _key_ok(k) -> bool:
+    """Whether `k` can be an item step of a path (its repr is its source)."""
+    if isinstance(k, tuple):
+        return all(_key_ok(x) for x in k)
+    return type(k) in (str, int, bool, type(None))
+
+
+def is_library_module(obj) -> bool:
+    return isinstance(obj, types.ModuleType) and \
+        str(getattr(obj, "__name__", "")).split(".")[0] in _LIBRARIES
+
+
+class Reads:
+    """The reads of one compilation: where each object came from, and the guards."""
+
+    def __init__(self):
+        self.origins: dict[int, tuple] = {}  # id(obj) -> (Path, obj): keeps obj alive
+        self.guards: dict[tuple, tuple] = {}  # key -> (Path, snapshot)
+        self.arrays: dict[tuple, object] = {}  # Path.key -> the Var generated code reads
+
+    def array(self, path: Path, value):
+        """The Var generated code reads the array `value` at `path` into, at every call
+        (guarded to stay an array of its type)."""
+        from .ir import Var
+
+        self.guards.setdefault(path.key, (path, ("type", type(value))))
+        var = self.arrays.get(path.key)
+        if var is None:
+            hint = path.name
+            for kind, key in path.steps:
+                hint = key if kind == "attr" or isinstance(key, str) else f"{hint}_{key}"
+            hint = "".join(c if c.isalnum() or c == "_" else "_" for c in str(hint))
+            if not hint or hint[0].isdigit():
+                hint = "a_" + hint
+            var = Var(hint, "array")
+            var.const_name, var.const_value = hint, path
+            self.arrays[path.key] = var
+        return var
+
+    def as_var(self, v):
+        """`v`, or the Var of the user's array it is (found where it was read)."""
+        path = self.path_of(v)
+        return v if path is None else self.array(path, v)
+
+    def path_of(self, obj) -> "Path | None":
+        found = self.origins.get(id(obj))
+        return None if found is None or found[1] is not obj else found[0]
+
+    def root(self, path: Path, value):
+        """`value`, read as `path.name` from its namespace."""
+        self.guards.setdefault(path.key, (path, self.snapshot(value, path)))
+        return value
+
+    def builtin(self, path: Path):
+        """A builtin found because the namespace has no such name: it must stay absent."""
+        self.guards.setdefault(("absent",) + path.key, (path, ABSENT))
+
+    def attr(self, obj, name: str, value):
+        """`value`, read as `obj.name`."""
+        base = self.path_of(obj)
+        if base is None or is_library_module(obj):
+            return value
+        if type(obj) in (list, tuple, dict, set) or isinstance(obj, numpy.ndarray):
+            return value  # a method of a container: its snapshot covers the contents
+        path = base.child("attr", name)
+        self.guards.setdefault(path.key, (path, self.snapshot(value, path)))
+        return value
+
+    def item(self, obj, key, value):
+        """`value`, read as `obj[key]` with a constant key."""
+        base = self.path_of(obj)
+        if base is None or not _key_ok(key):
+            return value
+        path = base.child("item", key)
+        if type(obj) in (list, tuple, dict):  # the container's snapshot covers its items
+            self.origins.setdefault(id(value), (path, value))
+        else:
+            self.guards.setdefault(path.key, (path, self.snapshot(value, path)))
+        return value
+
+    def snapshot(self, v, path: "Path | None", depth: int = 0):
+        """What `make_check` compares `v` with; registers where the objects in it are."""
+        t = type(v)
+        if t in _ATOMS or isinstance(v, numpy.generic):
+            return ("=", v)
+        if path is not None:
+            self.origins.setdefault(id(v), (path, v))
+            if isinstance(v, numpy.ndarray):  # read at every call: only its type is fixed
+                return ("type", t)
+        if t in (list, tuple) and depth < _MAX_DEPTH:
+            if all(type(x) in _ATOMS for x in v):
+                return ("atoms", t, tuple(v), tuple(map(type, v)))
+            return ("seq", t, tuple(self.snapshot(x, None if path is None else
+                                                  path.child("item", i), depth + 1)
+                                    for i, x in enumerate(v)))
+        if t is dict and depth < _MAX_DEPTH:
+            return ("map", tuple((k, self.snapshot(
+                x, path.child("item", k) if path is not None and _key_ok(k) else None,
+                depth + 1)) for k, x in v.items()))
+        if t in (set, frozenset) and all(type(x) in _ATOMS for x in v):
+            return ("atoms", t, frozenset(v), None)
+        if isinstance(v, types.MethodType):
+            return ("method", v.__func__, v.__self__)
+        if isinstance(v, types.BuiltinMethodType) and \
+                not isinstance(getattr(v, "__self__", None), (types.ModuleType, type(None))):
+            return ("method", v.__name__, v.__self__)
+        return ("is", v)
+
+
+def _is_nan(v) -> bool:
+    try:
+        return bool(v != v)
+    except Exception:
+        return False
+
+
+def matches(v, snap) -> bool:
+    """Whether `v` is still what `snap` recorded."""
+    kind = snap[0]
+    if kind == "is":
+        return v is snap[1]
+    if kind == "type":
+        return type(v) is snap[1]
+    if kind == "=":
+        if _is_nan(snap[1]):
+            return type(v) is type(snap[1]) and bool(v != v)
+        return type(v) is type(snap[1]) and bool(v == snap[1])
+    if kind == "atoms":
+        _, t, values, kinds = snap
+        if type(v) is not t:
+            return False
+        if kinds is None:
+            return frozenset(v) == values
+        return tuple(v) == values and tuple(map(type, v)) == kinds
+    if kind == "seq":
+        _, t, items = snap
+        return type(v) is t and len(v) == len(items) and \
+            all(matches(x, s) for x, s in zip(v, items))
+    if kind == "map":
+        items = snap[1]
+        return type(v) is dict and len(v) == len(items) and \
+            all(k in v and matches(v[k], s) for k, s in items)
+    if kind == "method":
+        if isinstance(v, types.MethodType):
+            return v.__func__ is snap[1] and v.__self__ is snap[2]
+        return getattr(v, "__name__", None) == snap[1] and \
+            getattr(v, "__self__", None) is snap[2]
+    raise AssertionError(f"unknown guard {kind!r}")
+
+
+def make_check(guards):
+    """A function of no arguments: whether every guard still holds (False also when a
+    value is gone). None when there is nothing to check.
+
+    `guards` is a list of (Path, snapshot). The check is generated Python: a path is read
+    as generated code reads it, and compared with `is` and `==` inline (a dict of numbers
+    costs a few attribute-free comparisons per call, not a walk)."""
+    if not guards:
+        return None
+    roots: dict[int, str] = {}
+    env: dict = {"_matches": matches}
+    terms = []
+    for path, snap in guards:
+        obj = path.scope.obj
+        r = roots.get(id(obj))
+        if r is None:
+            r = roots[id(obj)] = f"R{len(roots)}"
+            env[r] = obj
+        if snap is ABSENT:
+            terms.append(f"{path.name!r} not in {r}")
+        else:
+            terms.append(_term(path.source(r), snap, env))
+    body = " and\n            ".join(f"({t})" for t in terms)
+    text = (f"def check():\n    try:\n        return bool({body})\n"
+            f"    except Exception:\n        return False\n")
+    exec(compile(text, "<srcgrad guards>", "exec"), env)
+    return env["check"]
+
+
+def _term(read: str, snap, env: dict, depth: int = 0) -> str:
+    """Source text of the test that the value `read` (source text) matches `snap`."""
+    n = len(env)
+    kind = snap[0]
+    if kind == "is":
+        env[f"E{n}"] = snap[1]
+        return f"{read} is E{n}"
+    if kind == "type":
+        env[f"E{n}"] = snap[1]
+        return f"type({read}) is E{n}"
+    if kind == "=":
+        env[f"E{n}"], env[f"T{n}"] = snap[1], type(snap[1])
+        if _is_nan(snap[1]):
+            return f"type(v{n} := {read}) is T{n} and v{n} != v{n}"
+        return f"type(v{n} := {read}) is T{n} and v{n} == E{n}"
+    items = snap[2] if kind == "seq" else snap[1] if kind == "map" else ()
+    small = depth < 3 and len(items) <= 16 and (
+        kind == "seq" or (kind == "map" and all(_key_ok(k) for k, _ in items)))
+    if not small:
+        env[f"S{n}"] = snap
+        return f"_matches({read}, S{n})"
+    v = f"v{n}"
+    env[f"T{n}"] = snap[1] if kind == "seq" else dict
+    parts = [f"type({v} := {read}) is T{n}", f"len({v}) == {len(items)}"]
+    if kind == "seq":
+        parts += [_term(f"{v}[{i}]", s, env, depth + 1) for i, s in enumerate(items)]
+    else:
+        parts += [_term(f"{v}[{k!r}]", s, env, depth + 1) for k, s in items]
+    return " and ".join(f"({p})" for p in parts)
+
+
+# -- the disk cache: guards another process can check --------------------------------------
+
+def fingerprint(v, depth: int = 0) -> str:
+    """A description of `v` that another process can compute from its own `v`: values by
+    value, functions by their code (and what it reads), arrays as arrays (they are read
+    at every call), other objects by type (their attributes are guards of their own)."""
+    from .cache import function_fingerprint
+
+    t = type(v)
+    if t in _ATOMS:
+        return f"{t.__name__}:{v!r}"
+    if isinstance(v, numpy.generic):
+        return f"{v.dtype.str}:{v!r}"
+    if isinstance(v, numpy.ndarray):
+        return "array"
+    if t in (list, tuple) and depth < _MAX_DEPTH:
+        return f"{t.__name__}[" + ",".join(fingerprint(x, depth + 1) for x in v) + "]"
+    if t is dict and depth < _MAX_DEPTH:
+        return "dict{" + ",".join(f"{fingerprint(k)}:{fingerprint(x, depth + 1)}"
+                                  for k, x in v.items()) + "}"
+    if t in (set, frozenset):
+        return f"{t.__name__}" + repr(sorted(map(repr, v)))
+    if isinstance(v, types.FunctionType):
+        return "function:" + function_fingerprint(v)
+    if isinstance(v, types.MethodType):
+        return "method:" + fingerprint(v.__func__) + "@" + _qualname(type(v.__self__))
+    if isinstance(v, types.ModuleType):
+        return f"module:{v.__name__}"
+    if isinstance(v, type):
+        return "class:" + _qualname(v)
+    if callable(v) and hasattr(v, "__name__") and not hasattr(v, "__dict__"):
+        return f"builtin:{getattr(v, '__module__', '')}.{v.__name__}"
+    return "object:" + _qualname(t)
+
+
+def _qualname(t) -> str:
+    return f"{getattr(t, '__module__', '')}.{getattr(t, '__qualname__', t.__name__)}"
+
+
+def describe(guards, fun) -> "list | None":
+    """The guards as JSON for the disk cache; None when one is in a namespace another
+    process cannot find (the module is then never loaded from the cache)."""
+    out = []
+    for path, snap in guards:
+        scope = describe_scope(path.scope, fun)
+        if scope is None:
+            return None
+        steps = [[kind, key if kind == "attr" else repr(key)] for kind, key in path.steps]
+        fp = "absent" if snap is ABSENT else _digest(fingerprint(path.get()))
+        out.append([scope, path.scope.kind, path.name, steps, fp])
+    return out
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def validate(described, fun, scope_for) -> "list | None":
+    """The live guards of a cached module whose described guards all hold here, else
+    None. `scope_for(desc, kind)` gives the Scope object for a described namespace."""
+    import ast
+
+    live = []
+    reads = Reads()
+    try:
+        for scope_desc, kind, name, steps, fp in described:
+            scope = scope_for(scope_desc, kind)
+            path = Path(scope, name, tuple(
+                (k, key if k == "attr" else ast.literal_eval(key)) for k, key in steps))
+            if fp == "absent":
+                if kind != "globals" or name in scope.obj:
+                    return None
+                live.append((path, ABSENT))
+                continue
+            value = path.get()
+            if _digest(fingerprint(value)) != fp:
+                return None
+            live.append((path, reads.snapshot(value, path)))
+    except Exception:
+        return None
+    return live
+
+
+def resolved_scope(desc, kind, fun, cache: dict):
+    """The Scope a described namespace is in this process (LookupError if none)."""
+    from .scopes import Scope
+
+    key = (repr(desc), kind)
+    if key not in cache:
+        obj = resolve_scope(desc, fun)
+        cache[key] = Scope(kind, obj, "", "")
+    return cache[key]
+

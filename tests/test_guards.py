@@ -1,0 +1,235 @@
+"""What a gradient reads from outside the function when it is compiled (a global number, a
+config dict, a module attribute, an object attribute, a helper function, the defaults of
+an inlined function, a builtin's name) is guarded: the next call after a change sees it
+(compiled again), in memory and in another process through the disk cache. Arrays
+reached through a dict, list or attribute are read at every call, like arrays read by
+name (tests/test_live_globals.py)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import guarded_helper as helper
+import srcgrad
+from compiler_helpers import check_grad
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+THIS = sys.modules[__name__]
+rng = np.random.default_rng(11)
+
+SCALE = 1.5
+CFG = {"s": 2.0, "act": np.tanh, "depth": 2}
+LAYERS = [(np.linspace(0.5, 1.0, 4), 0.5), (np.linspace(-1.0, 1.0, 4), -0.25)]
+NAN = float("nan")
+
+
+class Model:
+    def __init__(self):
+        self.k = 0.5
+        self.W = np.linspace(1.0, 2.0, 4)
+        self.act = np.sin
+
+
+model = Model()
+
+
+def reads_scalar(x):
+    return np.sum(np.sin(x)) * SCALE
+
+
+def reads_dict(x):
+    y = x
+    for _ in range(CFG["depth"]):
+        y = CFG["act"](y * CFG["s"])
+    return np.sum(y)
+
+
+def reads_module(x):
+    return np.sum(helper.f(x) * helper.PARAMS["W"]) + helper.PARAMS["b"] * np.sum(x)
+
+
+def reads_object(x):
+    return model.k * np.sum(model.act(x) * model.W)
+
+
+def reads_list(x):
+    total = 0.0
+    for W, c in LAYERS:
+        total = total + c * np.sum(np.tanh(W * x))
+    return total
+
+
+def helper_fn(x):
+    return np.sin(x)
+
+
+def reads_function(x):
+    return np.sum(helper_fn(x) * x)
+
+
+def with_default(x, scale=[1.0]):
+    return x * scale[0]
+
+
+def reads_default(x):
+    return np.sum(with_default(x) ** 2)
+
+
+def reads_builtin(x):
+    return abs(np.sum(x * x) - 1.0)
+
+
+def reads_nan(x):
+    return np.sum(x * x) if NAN != NAN else np.sum(x)
+
+
+def _grad(fn):
+    return srcgrad.grad(fn, cache=False)
+
+
+def _same_then(fn, change, n=4):
+    """The gradient is right; unchanged values compile nothing; after `change`, right
+    again (compiled anew)."""
+    g = _grad(fn)
+    x = rng.normal(size=n)
+    for _ in range(3):
+        check_grad(fn, (x,), compiled=g)
+    assert g.compile_count == 1, "a guard failed although nothing changed"
+    change()
+    check_grad(fn, (x,), compiled=g)
+    return g
+
+
+def test_global_number(monkeypatch):
+    g = _same_then(reads_scalar, lambda: monkeypatch.setattr(THIS, "SCALE", -3.0))
+    assert g.compile_count == 2
+    monkeypatch.setattr(THIS, "SCALE", 3)  # same value, another type: guarded too
+    check_grad(reads_scalar, (np.ones(4),), compiled=g)
+
+
+def test_dict_values_and_functions_in_it(monkeypatch):
+    monkeypatch.setattr(THIS, "CFG", dict(CFG))
+    _same_then(reads_dict, lambda: CFG.update(s=0.5))
+    _same_then(reads_dict, lambda: CFG.update(act=np.sin, depth=3))
+    _same_then(reads_dict, lambda: monkeypatch.setattr(THIS, "CFG", dict(CFG, depth=1)))
+
+
+def test_module_attributes(monkeypatch):
+    monkeypatch.setattr(helper, "PARAMS", {"W": helper.PARAMS["W"].copy(), "b": 0.25})
+    _same_then(reads_module, lambda: monkeypatch.setattr(helper, "SCALE", 5.0))
+    _same_then(reads_module, lambda: monkeypatch.setattr(helper, "f", helper.g))
+    _same_then(reads_module, lambda: helper.PARAMS.update(b=-1.0))
+    g = _same_then(reads_module, lambda: helper.PARAMS["W"].__setitem__(slice(None), 3.0))
+    assert g.compile_count == 1  # an array is read at the call: nothing to compile
+    _same_then(reads_module, lambda: helper.PARAMS.update(W=rng.normal(size=4)))
+
+
+def test_object_attributes(monkeypatch):
+    monkeypatch.setattr(THIS, "model", Model())
+    _same_then(reads_object, lambda: setattr(model, "k", -2.0))
+    _same_then(reads_object, lambda: setattr(model, "act", np.cos))
+    g = _same_then(reads_object, lambda: setattr(model, "W", rng.normal(size=4)))
+    assert g.compile_count == 1
+    _same_then(reads_object, lambda: monkeypatch.setattr(THIS, "model", Model()))
+
+
+def test_list_of_pairs(monkeypatch):
+    layers = [(W.copy(), c) for W, c in LAYERS]
+    monkeypatch.setattr(THIS, "LAYERS", layers)
+    g = _same_then(reads_list, lambda: layers[0][0].__setitem__(slice(None), -2.0))
+    assert g.compile_count == 1  # the arrays in the list are read at every call
+    _same_then(reads_list, lambda: layers.__setitem__(1, (layers[1][0], 4.0)))
+    _same_then(reads_list, lambda: layers.append((np.ones(4), 1.0)))
+
+
+def test_helper_function_rebound(monkeypatch):
+    _same_then(reads_function, lambda: monkeypatch.setattr(THIS, "helper_fn", np.cos))
+
+
+def test_defaults_of_an_inlined_function():
+    try:
+        _same_then(reads_default, lambda: with_default.__defaults__[0].__setitem__(0, 3.0))
+    finally:
+        with_default.__defaults__[0][0] = 1.0
+
+
+def test_builtin_hidden_by_a_global(monkeypatch):
+    g = _grad(reads_builtin)
+    x = rng.normal(size=4)
+    check_grad(reads_builtin, (x,), compiled=g)
+    monkeypatch.setattr(THIS, "abs", lambda v: v * v, raising=False)
+    with pytest.raises(srcgrad.SrcgradError, match="lambda"):
+        g(x)  # compiled again: the new `abs` is what the function now calls
+
+
+def test_nan_global_does_not_recompile():
+    g = _grad(reads_nan)
+    x = rng.normal(size=4)
+    for _ in range(3):
+        check_grad(reads_nan, (x,), compiled=g)
+    assert g.compile_count == 1
+
+
+def test_unchanged_guards_are_cheap():
+    """A guard is a few comparisons in generated Python, not a walk over the values."""
+    g = _grad(reads_dict)
+    g(np.ones(3))
+    assert g._check is not None and g._check()
+    assert "_matches" not in g._check.__code__.co_names
+
+
+# -- the disk cache, across processes -------------------------------------------------------
+
+_MODULE = '''
+import os
+import numpy as np
+import srcgrad
+import {lib}
+
+CFG = {{"s": float(os.environ["SCALE"])}}
+
+
+def loss(x):
+    return np.sum({lib}.f(x)) * CFG["s"]
+
+
+g = srcgrad.grad(loss)
+x = np.array([0.3, -0.7, 1.1])
+print(repr(g(x).tolist()), g.compile_count)
+'''
+
+
+def _run(tmp, scale, cache):
+    env = dict(os.environ, SCALE=str(scale), SRCGRAD_CACHE_DIR=cache,
+               PYTHONPATH=os.pathsep.join([str(tmp), ROOT]))
+    out = subprocess.run([sys.executable, str(tmp / "main_prog.py")], env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    values, count = out.stdout.split("]")
+    return np.array(eval(values + "]")), int(count)
+
+
+def test_disk_cache_checks_values_and_functions_read(tmp_path, _private_srcgrad_cache):
+    lib = "mylib_guarded"
+    (tmp_path / f"{lib}.py").write_text("import numpy as np\n\ndef f(x):\n    return x ** 2\n")
+    (tmp_path / "main_prog.py").write_text(textwrap.dedent(_MODULE.format(lib=lib)))
+    x = np.array([0.3, -0.7, 1.1])
+    got, count = _run(tmp_path, 2.0, _private_srcgrad_cache)
+    np.testing.assert_allclose(got, 2.0 * 2 * x)
+    assert count == 1
+    got, count = _run(tmp_path, 2.0, _private_srcgrad_cache)
+    np.testing.assert_allclose(got, 2.0 * 2 * x)
+    assert count == 0  # from the disk cache
+    got, count = _run(tmp_path, 3.0, _private_srcgrad_cache)  # same source, other value
+    np.testing.assert_allclose(got, 3.0 * 2 * x)
+    assert count == 1
+    # the helper module edited: `lib.f` is reached as an attribute, not by name
+    (tmp_path / f"{lib}.py").write_text("import numpy as np\n\ndef f(x):\n    return x ** 3\n")
+    got, count = _run(tmp_path, 3.0, _private_srcgrad_cache)
+    np.testing.assert_allclose(got, 3.0 * 3 * x ** 2)
+    assert count == 1
