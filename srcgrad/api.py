@@ -111,12 +111,10 @@ class _CompiledBase:
                             "supported: only grad(grad(f)) nests")
         if not callable(fun):
             raise TypeError(f"srcgrad.{self.kind} needs a function, got {type(fun).__name__}")
-        if isinstance(fun, types.MethodType):
-            # its `self` would be a run-time array to the compiler, and wrt would count
-            # from a signature other than the one compiled: refused, never mis-indexed
-            raise _wrt_error(fun.__func__, f"srcgrad.{self.kind} of a bound method "
-                             f"({fun.__qualname__}) is not supported yet: differentiate a "
-                             "function that takes the object's arrays as arguments")
+        if isinstance(fun, types.MethodType) and \
+                not isinstance(fun.__func__, types.FunctionType):
+            raise TypeError(f"srcgrad.{self.kind} of {fun.__qualname__}: a method of a "
+                            "built-in or C type has no source to transform")
         self.fun = fun
         self.wrt_index, self.wrt_tuple = _resolve_wrt(fun, wrt, argnums)
         self.has_aux = bool(has_aux)
@@ -133,6 +131,7 @@ class _CompiledBase:
         self.compile_count = 0
         self.cache_path = None
         self._compile_lock = threading.RLock()
+        self._bound = {}  # id(obj) -> (weakref to obj, the transformation bound to it)
         self._ops = {}  # name in generated code -> the user's op it calls
         functools.update_wrapper(self, fun)
         _LIVE.add(self)
@@ -436,11 +435,32 @@ class _CompiledBase:
         return f"<srcgrad.{self.kind} of {self.fun.__qualname__}>"
 
     def __get__(self, obj, objtype=None):
+        """`@srcgrad.grad` on a method: `obj.method` is the transformation of the method
+        bound to `obj` (its `self.attr` reads are guarded or read at every call, as a
+        global's are); `wrt` counts the parameters after `self`, as for `grad(obj.method)`."""
         if obj is None:
             return self
-        return functools.partial(self, obj)
+        bound = self._bound.get(id(obj))
+        if bound is not None and bound[0]() is obj:
+            return bound[1]
+        wrt = [i - 1 for i in self.wrt_index]
+        if any(i < 0 for i in wrt):
+            raise _wrt_error(self.fun, f"srcgrad.{self.kind} on the method "
+                             f"{self.fun.__qualname__} differentiates with respect to `self` "
+                             "(wrt=0); name the argument to differentiate, e.g. wrt=1 or "
+                             "wrt='x'")
+        new = self._rebound(self.fun.__get__(obj, objtype),
+                            tuple(wrt) if self.wrt_tuple else wrt[0])
+        try:
+            ref = weakref.ref(obj, lambda _, k=id(obj): self._bound.pop(k, None))
+        except TypeError:
+            return new  # not weakly referable: a new transformation per access
+        self._bound[id(obj)] = (ref, new)
+        return new
 
-
+    def _rebound(self, method, wrt):
+        return type(self)(method, wrt=wrt, has_aux=self.has_aux, cache=self.use_disk_cache,
+                          fuse=self.fuse)
 
 
 _WHAT = {"pack": "a tuple or index built from it", "make_slice": "a slice bound computed from it",
@@ -668,6 +688,9 @@ class JVPFunction(_CompiledBase):
 
     kind = "jvp"
 
+    def _rebound(self, method, wrt):
+        return JVPFunction(method, cache=self.use_disk_cache)
+
     def __init__(self, fun, cache=True):
         n = len(inspect.signature(fun).parameters)
         super().__init__(fun, wrt=tuple(range(n)), cache=cache)
@@ -747,6 +770,10 @@ class NestedGradFunction(_CompiledBase):
             raise TypeError("the outer grad of grad(grad(f)) takes a single wrt")
         self.levels = (inner.levels if isinstance(inner, NestedGradFunction) else
                        [inner.wrt_index[0]]) + [self.wrt_index[0]]
+
+    def _rebound(self, method, wrt):
+        raise TypeError("grad(grad(...)) of a method: transform the bound method instead, "
+                        "grad(grad(obj.method))")
 
     def _options(self):
         return {"kind": "nested", "levels": tuple(self.levels)}

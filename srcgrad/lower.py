@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
+import functools
 import inspect
 import math
 import numbers
@@ -33,7 +35,7 @@ from .errors import (RecursiveCallError, SrcgradError, UnknownFunctionError,
 from .frontend import Source, parse_function
 from .ir import Block, Eqn, Graph, Loc, Var
 from .guards import Reads
-from .scopes import Path, scope_of
+from .scopes import Path, scope_of, self_scope
 
 _MISSING = object()
 
@@ -1311,6 +1313,8 @@ class Lowerer:
     def expr_Attribute(self, node):
         obj = self.expr(node.value)
         name = node.attr
+        if name.startswith("__") and not name.endswith("__"):
+            name = self.mangled(name)
         if isinstance(obj, Var):
             if name in ATTRIBUTES:
                 return ATTRIBUTES[name](obj)
@@ -1332,6 +1336,13 @@ class Lowerer:
             raise self.error(f"{type(obj).__name__} object has no attribute {name!r}", node,
                              UnknownFunctionError) from None
         return self.b.reads.attr(obj, name, value)
+
+    def mangled(self, name):
+        """`__w` inside a method of class C is `_C__w`, as Python compiles it."""
+        parts = getattr(self.src.fn, "__qualname__", "").split(".")
+        if len(parts) >= 2 and parts[-2] != "<locals>" and parts[-2].strip("_"):
+            return f"_{parts[-2].lstrip('_')}{name}"
+        return name
 
     def expr_Subscript(self, node):
         obj = self.expr(node.value)
@@ -1477,6 +1488,15 @@ class Lowerer:
                 return f(*args)
         if isinstance(f, types.FunctionType):
             return self.inline(f, args, kwargs, node)
+        if isinstance(f, types.MethodType) and isinstance(f.__func__, types.FunctionType):
+            return self.inline(f.__func__, [f.__self__] + list(args), kwargs, node)
+        if isinstance(f, functools.partial) and isinstance(f.func, types.FunctionType):
+            return self.inline(f.func, list(f.args) + list(args), {**f.keywords, **kwargs},
+                               node)
+        call = getattr(type(f), "__call__", None)
+        if isinstance(call, types.FunctionType) and not isinstance(f, type) and \
+                not _is_transformed(f):  # an object with a __call__ method
+            return self.inline(call, [f] + list(args), kwargs, node)
         name = getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or repr(f)
         mod = getattr(f, "__module__", None)
         full = f"{mod}.{name}" if mod and mod != "builtins" else name
@@ -1549,6 +1569,12 @@ class Lowerer:
         return None
 
 
+def _is_transformed(f) -> bool:
+    from .api import _CompiledBase
+
+    return isinstance(f, _CompiledBase)
+
+
 def _hashable(f) -> bool:
     try:
         hash(f)
@@ -1570,6 +1596,14 @@ def lower(fn, same=(), floats=()) -> tuple[Graph, Source, dict]:
     if a.vararg or a.kwarg:
         node = a.vararg or a.kwarg
         raise low.unsupported("*args and **kwargs parameters are", node)
+    if isinstance(fn, types.MethodType):  # `self` is the object, read like a global
+        first = (a.posonlyargs + a.args)[0].arg
+        low.env[first] = low.b.reads.root(Path(self_scope(fn), first), fn.__self__)
+        a = copy.copy(a)
+        a.posonlyargs, a.args = (a.posonlyargs[1:], a.args) if a.posonlyargs else \
+            ([], a.args[1:])
+        src.tree = copy.copy(src.tree)
+        src.tree.args = a  # the generated function's signature: the bound one
     params = [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs]
     inputs = [Var(p, "array") for p in params]
     low.b.inputs.update(v.id for v in inputs)

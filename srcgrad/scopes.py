@@ -18,10 +18,11 @@ __all__ = ["Scope", "Path", "scope_of", "describe", "resolve"]
 
 
 class Scope:
-    """A namespace a generated function reads arrays from: a globals dict or a cell."""
+    """A namespace a generated function reads arrays from: a globals dict, a cell, or the
+    object a transformed method is bound to (its `self`)."""
 
     def __init__(self, kind: str, obj, label: str, what: str):
-        self.kind = kind  # "globals" or "cell"
+        self.kind = kind  # "globals", "cell" or "object"
         self.obj = obj
         self.label = label  # a readable module-level name for it
         self.what = what  # what it is, for a comment in the generated module
@@ -34,6 +35,8 @@ class Scope:
         """Source text that reads `name` through the module-level name `holder`."""
         if self.kind == "cell":
             return f"{holder}.cell_contents"
+        if self.kind == "object":
+            return holder
         return f"{holder}[{name!r}]"
 
 
@@ -69,7 +72,9 @@ class Path:
         """The value now (root: the scope's object, by default the one seen at compile
         time); LookupError/AttributeError/... if it is gone."""
         obj = self.scope.obj if root is None else root
-        value = obj.cell_contents if self.scope.kind == "cell" else obj[self.name]
+        kind = self.scope.kind
+        value = obj.cell_contents if kind == "cell" else obj if kind == "object" else \
+            obj[self.name]
         for kind, key in self.steps:
             value = getattr(value, key) if kind == "attr" else value[key]
         return value
@@ -90,6 +95,13 @@ def scope_of(src, name: str) -> Scope:
                  f"the globals of module {module!r}")
 
 
+def self_scope(method) -> Scope:
+    """The object a bound method is bound to, as the namespace of its `self`."""
+    obj = method.__self__
+    return Scope("object", obj, "self_object",
+                 f"the {type(obj).__name__} object {method.__qualname__} is bound to")
+
+
 def _unwrap(fn):
     while hasattr(fn, "__wrapped__"):
         fn = fn.__wrapped__
@@ -101,6 +113,8 @@ def describe(scope: Scope, fun):
     when another process could not find it again (a cell of a function inlined into
     `fun`, a namespace that is no module's)."""
     fn = _unwrap(fun)
+    if scope.kind == "object":
+        return ["self"] if scope.obj is getattr(fn, "__self__", None) else None
     if scope.kind == "globals":
         if scope.obj is fn.__globals__:
             return ["globals"]
@@ -124,6 +138,10 @@ def resolve(desc, fun):
         raise LookupError("a namespace only the compiling process knows")
     if desc[0] == "globals":
         return fn.__globals__
+    if desc[0] == "self":
+        if getattr(fn, "__self__", None) is None:
+            raise LookupError("not a bound method")
+        return fn.__self__
     if desc[0] == "module":
         mod = sys.modules.get(desc[1])
         if mod is None:
