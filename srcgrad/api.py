@@ -87,6 +87,12 @@ def _wrt_error(fun, msg):
     return WrtError(msg, code.co_filename, code.co_firstlineno, 0, line)
 
 
+def _ident(name: str) -> str:
+    """A function's name as part of a Python identifier (`<lambda>` -> `lambda`)."""
+    out = "".join(c if c.isalnum() or c == "_" else "" for c in name)
+    return out or "function"
+
+
 def _signature_text(tree: ast.FunctionDef) -> str:
     a = tree.args
     parts = [p.arg for p in a.posonlyargs]
@@ -213,7 +219,7 @@ class _CompiledBase:
             opt.eqns = fuse_graph(opt.eqns, opt.outputs)
         returns = opt.outputs[0]
         check = _scalar_check(opt.outputs[1]) if check is not None else None
-        fname = f"{self.kind}_{self.fun.__name__}" + ("_same_shapes" if same else "")
+        fname = f"{self.kind}_{_ident(self.fun.__name__)}" + ("_same_shapes" if same else "")
         as_float = [] if same else [graph.inputs[i] for i in self.wrt_index]
         fc = self._function_code(fname, src, opt, returns, b.named, as_float, check, nested)
         fc.owned, fc.primal = self._owned(returns)
@@ -821,7 +827,7 @@ class NestedGradFunction(_CompiledBase):
         self._extra = extra
         d = graph.outputs[0]
         check = _scalar_check(graph.outputs[1]) if len(graph.outputs) > 1 else None
-        fname = "grad_" * len(self.levels) + self.fun.__name__
+        fname = "grad_" * len(self.levels) + _ident(self.fun.__name__)
         fc = FunctionCode(fname, ", ".join(v.hint for v in graph.inputs), graph.eqns,
                           d, graph.named, check_scalar=check)
         fc.extra = list(extra)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from .errors import SourceUnavailableError
 
-__all__ = ["Source", "parse_function"]
+__all__ = ["Source", "parse_function", "lambda_as_def"]
 
 
 @dataclass
@@ -54,19 +54,59 @@ def _unwrap(fn):
     return fn
 
 
-def _lambda_column(code) -> int:
-    """The column of the `lambda` that made `code` (0 when the file cannot tell)."""
+def lambda_as_def(node: ast.Lambda, name: str = "lambda") -> ast.FunctionDef:
+    """`lambda x: e` as `def lambda(x): return e`, at the lambda's place in the file."""
+    ret = ast.Return(value=node.body)
+    fdef = ast.FunctionDef(name=name, args=node.args, body=[ret], decorator_list=[],
+                           returns=None, type_comment=None)
+    if "type_params" in ast.FunctionDef._fields:  # Python >= 3.12
+        fdef.type_params = []
+    for n in (ret, fdef):
+        ast.copy_location(n, node)
+    return fdef
+
+
+def _lambda_nodes(code) -> list:
+    """The `lambda` expressions in `code`'s file that may have made it: on its first line,
+    with its parameters."""
     try:
         tree = ast.parse("".join(linecache.getlines(code.co_filename)))
     except (SyntaxError, ValueError):
-        return 0
+        return []
     params = list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+    found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Lambda) and node.lineno == code.co_firstlineno:
             a = node.args
             if [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs] == params:
-                return node.col_offset
-    return 0
+                found.append(node)
+    return found
+
+
+def _parse_lambda(fn, code) -> "Source":
+    filename = code.co_filename
+    line = linecache.getline(filename, code.co_firstlineno) or None
+    found = _lambda_nodes(code)
+    if len(found) != 1:
+        why = ("its source cannot be found" if not found else
+               "its line holds several lambdas with the same parameters")
+        raise SourceUnavailableError(
+            f"cannot differentiate this lambda: {why}; define the function with def",
+            filename, code.co_firstlineno, found[0].col_offset if found else 0, line)
+    lines = linecache.getlines(filename)[code.co_firstlineno - 1:found[0].end_lineno]
+    return Source(fn, filename, code.co_firstlineno, lambda_as_def(found[0]), lines,
+                  fn.__globals__, _closure(fn, code))
+
+
+def _closure(fn, code) -> dict:
+    closure = {}
+    if fn.__closure__:
+        for var, cell in zip(code.co_freevars, fn.__closure__):
+            try:
+                closure[var] = cell.cell_contents
+            except ValueError:  # empty cell: the name is assigned later in the outer scope
+                pass
+    return closure
 
 
 def parse_function(fn) -> Source:
@@ -80,12 +120,9 @@ def parse_function(fn) -> Source:
             "(built-in or C functions have no source to transform)")
     filename = code.co_filename
     if code.co_name == "<lambda>":
-        # refuse before reading the source: the line that holds a lambda is not a
-        # statement of its own, and parsing it gives unrelated syntax errors
-        raise SourceUnavailableError(
-            "lambdas are not supported: define the function with def",
-            filename, code.co_firstlineno, _lambda_column(code),
-            linecache.getline(filename, code.co_firstlineno) or None)
+        # found in its file's syntax tree: the line that holds a lambda is not a statement
+        # of its own
+        return _parse_lambda(fn, code)
     try:
         lines, firstlineno = inspect.getsourcelines(fn)
     except (OSError, TypeError) as e:
@@ -118,11 +155,4 @@ def parse_function(fn) -> Source:
                 n.col_offset += indent
                 if getattr(n, "end_col_offset", None) is not None:
                     n.end_col_offset += indent
-    closure = {}
-    if fn.__closure__:
-        for var, cell in zip(code.co_freevars, fn.__closure__):
-            try:
-                closure[var] = cell.cell_contents
-            except ValueError:  # empty cell: the name is assigned later in the outer scope
-                pass
-    return Source(fn, filename, firstlineno, node, lines, fn.__globals__, closure)
+    return Source(fn, filename, firstlineno, node, lines, fn.__globals__, _closure(fn, code))

@@ -32,7 +32,7 @@ from runtime.ops.numpy_api import ATTRIBUTES, METHODS, NUMPY, UnsupportedArgumen
 
 from .errors import (RecursiveCallError, SrcgradError, UnknownFunctionError,
                      UnsupportedSyntaxError)
-from .frontend import Source, parse_function
+from .frontend import Source, lambda_as_def, parse_function
 from .ir import Block, Eqn, Graph, Loc, Var
 from .guards import Reads
 from .scopes import Path, scope_of, self_scope
@@ -746,6 +746,9 @@ class Lowerer:
         if node.decorator_list:
             raise self.unsupported("decorators on nested functions are", node)
         self.env[node.name] = _LocalFunction(node, self)
+
+    def expr_Lambda(self, node):
+        return _LocalFunction(lambda_as_def(node), self)
 
     def stmt_If(self, node, cont=()):
         test = self.expr(node.test)

@@ -155,3 +155,28 @@ def test_methods_through_the_disk_cache(layer, _private_srcgrad_cache):
     g3 = srcgrad.grad(same.loss)
     check_grad(same.loss, (X, Y), compiled=g3)
     assert g3.compile_count == 0  # the values the last build saw: its module is reused
+
+
+# -- lambdas -------------------------------------------------------------------------------------
+
+def test_lambdas():
+    w = rng.normal(size=3)
+    f = lambda x: np.sum(np.sin(x) * w)  # noqa: E731
+    check_grad(f, (rng.normal(size=3),))
+    g = srcgrad.grad(lambda a, b: np.sum(a * b ** 2), wrt=1, cache=False)
+    a, b = rng.normal(size=3), rng.normal(size=3)
+    np.testing.assert_allclose(g(a, b), 2 * a * b)
+    assert "def grad_lambda(a, b):" in g.source
+
+
+def lambda_inside(x, k=2.0):
+    sq = lambda v, p=k: v ** p  # noqa: E731
+    acts = [np.tanh, lambda v: v * np.exp(-v)]
+    total = np.sum(sq(x))
+    for act in acts:
+        total = total + np.sum(act(x))
+    return total
+
+
+def test_lambdas_inside_the_function():
+    check_grad(lambda_inside, (rng.normal(size=4),))
