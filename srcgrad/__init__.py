@@ -14,8 +14,9 @@ Pipeline (one module each): frontend (parse) -> lower (AST to IR) -> reverse (ad
 """
 from .api import (clear_cache, grad, hessian, hvp, jacobian, jvp, show,  # noqa: F401
                   value_and_grad, vjp)
-from .errors import (CacheWarning, RecursiveCallError, SourceUnavailableError,  # noqa: F401
-                     SrcgradError, UnknownFunctionError, UnsupportedSyntaxError, WrtError)
+from .errors import (CacheWarning, RecursiveCallError, SourceChangedError,  # noqa: F401
+                     SourceUnavailableError, SrcgradError, UnknownFunctionError,
+                     UnsupportedSyntaxError, WrtError)
 
 from runtime.ops import stop_gradient  # noqa: F401  (x with no gradient: the tape's detach)
 from runtime.ops.custom import primitive  # noqa: F401
@@ -24,4 +25,4 @@ __version__ = "0.1.0"
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "hvp", "hessian", "jacobian", "show",
            "primitive", "stop_gradient", "clear_cache", "SrcgradError",
            "UnsupportedSyntaxError", "UnknownFunctionError", "SourceUnavailableError",
-           "RecursiveCallError", "WrtError", "CacheWarning"]
+           "SourceChangedError", "RecursiveCallError", "WrtError", "CacheWarning"]

@@ -3,9 +3,29 @@
 The key is a sha256 of the compiler version, the options, the function's source, the
 sources of the user functions it can call and the values of the module-level scalars it
 reads. Files live under `$SRCGRAD_CACHE_DIR` (or `~/.cache/srcgrad`); `SRCGRAD_CACHE_DIR=""`
-turns the disk cache off. The directory is created private (0700). A file is executed
-only if it is a regular file owned by the user, not writable by group or others, and its
-recorded hash matches its content; otherwise it is regenerated with a CacheWarning.
+turns the disk cache off. An entry is `<key>.py`, the generated module under two header
+lines, and `<key>.pyc` beside it, that module compiled.
+
+What is checked before anything is executed:
+- the directory, before any file in it is read or written: it must be a directory owned by
+  the user and not writable by group or others (it is created so, 0700, when missing; its
+  parents are not checked). Otherwise the disk cache is off for it, loading and storing,
+  with one CacheWarning per process;
+- `<key>.py`: a regular file (not a symlink) owned by the user, not writable by group or
+  others, whose header records the key it was written for, equal to the key asked for (a
+  file copied or renamed to another entry's name is refused), and a sha256 over that key,
+  the metadata line and the module, equal to one computed from the file's content;
+- `<key>.pyc`: a regular file owned by the user, not writable by group or others, whose
+  sha256 with the key and the verified source equals the one recorded in that source's
+  header (so a `.pyc` of another entry, or of another version of this one, never passes).
+A rejected `.py` is not executed: it is regenerated, with a CacheWarning. A rejected
+`.pyc` is ignored silently (the verified source is compiled instead): concurrent writers
+can legitimately leave one from another write of the same entry.
+
+Not checked here: that the function's file still holds the code that runs (the key is
+computed from the code object); srcgrad.frontend refuses a function whose file was edited
+since it was defined (SourceChangedError).
+
 Files are written to a temporary name and renamed into place, so a reader never sees a
 half-written file and concurrent writers cannot corrupt one.
 """
@@ -30,7 +50,7 @@ from .errors import CacheWarning
 __all__ = ["cache_dir", "cache_key", "load", "store", "clear", "exec_source"]
 
 VERSION = "0.1.0"
-_MAGIC = "# srcgrad-cache v1"
+_MAGIC = "# srcgrad-cache v2"
 
 
 def cache_dir() -> str | None:
@@ -151,10 +171,29 @@ def _path(key: str) -> str | None:
     return None if d is None else os.path.join(d, key + ".py")
 
 
-def _safe_dir(d: str) -> bool:
+_WARNED_DIRS = set()  # unsafe directories already reported (once per process each)
+
+
+def _dir_problem(st) -> str | None:
+    if not stat.S_ISDIR(st.st_mode):
+        return "is not a directory"
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        return "is owned by another user"
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return "is writable by group or others"
+    return None
+
+
+def _usable_dir(d: str, create: bool) -> bool:
+    """Whether files in `d` may be read (and written): a directory of this user's that no
+    one else can write to (else anyone who can could plant or swap files in it). Created
+    private when missing and `create`; an unsafe one is reported once, with a
+    CacheWarning, and the disk cache is then off for it."""
     try:
         st = os.stat(d)
     except FileNotFoundError:
+        if not create:
+            return False
         try:
             os.makedirs(d, mode=0o700, exist_ok=True)
             os.chmod(d, 0o700)
@@ -163,20 +202,27 @@ def _safe_dir(d: str) -> bool:
             return False
     except OSError:
         return False
-    if hasattr(os, "getuid") and st.st_uid != os.getuid():
-        return False
-    return not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    problem = _dir_problem(st)
+    if problem is None:
+        return True
+    if d not in _WARNED_DIRS:
+        _WARNED_DIRS.add(d)
+        warnings.warn(f"srcgrad cache directory {d} {problem}; the disk cache is not used "
+                      "(make it private to you: chmod 700, or point SRCGRAD_CACHE_DIR "
+                      "elsewhere)", CacheWarning, stacklevel=4)
+    return False
 
 
-def _digest(meta: str, body: str) -> str:
-    return hashlib.sha256((meta + "\n" + body).encode()).hexdigest()
+def _digest(key: str, meta: str, body: str) -> str:
+    # over the key too: a file is valid only under the name it was written for
+    return hashlib.sha256((key + "\n" + meta + "\n" + body).encode()).hexdigest()
 
 
 def load(key: str):
     """(source, meta, path) from the disk cache, or None. Unsafe or corrupt files are
     never executed: they are reported with a CacheWarning and treated as missing."""
     path = _path(key)
-    if path is None:
+    if path is None or not _usable_dir(os.path.dirname(path), create=False):
         return None
     try:
         st = os.lstat(path)
@@ -201,13 +247,17 @@ def load(key: str):
         meta_line, _, body = rest.partition("\n")
         if not head.startswith(_MAGIC + " sha256=") or not meta_line.startswith("# meta="):
             problem = "has no valid header"
-        elif head.split("sha256=", 1)[1].strip() != _digest(meta_line, body):
-            problem = "does not match its recorded hash (truncated or modified)"
         else:
             try:
                 meta = json.loads(meta_line[len("# meta="):])
             except ValueError:
+                meta = None
+            if not isinstance(meta, dict):
                 problem = "has unreadable metadata"
+            elif meta.get("key") != key:
+                problem = "was written for another key (copied or renamed)"
+            elif head.split("sha256=", 1)[1].strip() != _digest(key, meta_line, body):
+                problem = "does not match its recorded hash (truncated or modified)"
     if problem is not None:
         warnings.warn(f"srcgrad cache file {path} {problem}; it was not executed and will be "
                       "regenerated", CacheWarning, stacklevel=4)
@@ -218,14 +268,14 @@ def load(key: str):
 def store(key: str, source: str, meta: dict) -> str | None:
     """Write atomically; returns the path, or None when the cache is off or unusable."""
     path = _path(key)
-    if path is None or not _safe_dir(os.path.dirname(path)):
+    if path is None or not _usable_dir(os.path.dirname(path), create=True):
         return None
     # the compiled module goes beside the source (a later process skips compiling it); the
     # source's hashed header records the bytecode's hash, so neither is trusted alone
     blob = marshal.dumps(compile("\n\n" + source, path, "exec"))
-    meta = dict(meta, code=_code_digest(blob, source))
+    meta = dict(meta, key=key, code=_code_digest(key, blob, source))
     meta_line = "# meta=" + json.dumps(meta, sort_keys=True)
-    text = f"{_MAGIC} sha256={_digest(meta_line, source)}\n{meta_line}\n{source}"
+    text = f"{_MAGIC} sha256={_digest(key, meta_line, source)}\n{meta_line}\n{source}"
     try:
         _write_atomic(path + "c", blob)
         _write_atomic(path, text.encode("utf-8"))
@@ -251,18 +301,19 @@ def _write_atomic(path: str, data: bytes):
         raise
 
 
-def _code_digest(blob: bytes, source: str) -> str:
-    # over the bytecode and the source it was compiled from: bytecode never stands in for
-    # a source file that says something else
-    return hashlib.sha256(blob + b"\0" + source.encode("utf-8")).hexdigest()
+def _code_digest(key: str, blob: bytes, source: str) -> str:
+    # over the bytecode, the source it was compiled from and the key: bytecode never stands
+    # in for a source file that says something else, nor for another entry's
+    return hashlib.sha256(key.encode() + b"\0" + blob + b"\0" +
+                          source.encode("utf-8")).hexdigest()
 
 
 def load_code(path: str, meta: dict, text: str):
     """The compiled module stored beside a verified source file (`text`, read from it),
     or None (then the source is compiled): it is used only if safe and its recorded hash
     matches it and this source."""
-    want = meta.get("code")
-    if not want:
+    want, key = meta.get("code"), meta.get("key")
+    if not want or not key or os.path.basename(path) != key + ".py":
         return None
     try:
         st = os.lstat(path + "c")
@@ -274,7 +325,7 @@ def load_code(path: str, meta: dict, text: str):
     except OSError:
         return None
     source = text.split("\n", 2)[2] if text.startswith(_MAGIC) else text
-    if _code_digest(blob, source) != want:
+    if _code_digest(key, blob, source) != want:
         return None
     try:
         return marshal.loads(blob)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 __all__ = ["SrcgradError", "UnsupportedSyntaxError", "UnknownFunctionError",
-           "SourceUnavailableError", "RecursiveCallError", "WrtError", "CacheWarning",
+           "SourceUnavailableError", "SourceChangedError", "RecursiveCallError", "WrtError", "CacheWarning",
            "NotDifferentiableError", "InternalError", "OutputTypeError"]
 
 
@@ -56,6 +56,11 @@ class UnknownFunctionError(SrcgradError):
 
 class SourceUnavailableError(SrcgradError):
     """The function's source cannot be read (built-ins, REPL lambdas, C extensions)."""
+
+
+class SourceChangedError(SourceUnavailableError):
+    """The function's file was edited after the function was defined: the text there is not
+    the code that runs (re-import the module or restart the interpreter)."""
 
 
 class RecursiveCallError(SrcgradError):

@@ -3,17 +3,24 @@ it can see (globals, closure cells, builtins).
 
 Every node keeps the user's file and absolute line, so later stages can point errors and
 generated-code comments at the right place.
+
+The text is read from the function's file, but the function that runs (and the disk cache's
+key) is its code object: a function whose file was edited since it was defined is refused
+with a SourceChangedError (its text, compiled where it stands, is compared with the code).
 """
 from __future__ import annotations
 
+import __future__
 import ast
 import builtins
+import dis
 import inspect
 import linecache
 import textwrap
+import types
 from dataclasses import dataclass, field
 
-from .errors import SourceUnavailableError
+from .errors import SourceChangedError, SourceUnavailableError
 
 __all__ = ["Source", "parse_function", "lambda_as_def"]
 
@@ -130,6 +137,11 @@ def parse_function(fn) -> Source:
             f"cannot read the source of {name!r} ({e}); functions typed at the interactive "
             "prompt or made by exec have no file to read: define it in a module",
             filename, code.co_firstlineno, 0) from None
+    # the file may have been edited since the function was defined (the code that runs is
+    # then not the text there): the gradient would be of the new text, cached under the key
+    # of the old code
+    if _source_changed(fn, code, lines, firstlineno):
+        raise _changed(name, filename, lines, firstlineno)
     src = textwrap.dedent("".join(lines))
     try:
         module = ast.parse(src)
@@ -146,9 +158,11 @@ def parse_function(fn) -> Source:
             f"cannot differentiate {name!r}: its source is not a `def` (lambdas are not "
             "supported: define the function with def)", filename, firstlineno, 0,
             lines[0] if lines else None)
+    if node.name != code.co_name:  # what the file has at the function's line is another def
+        raise _changed(name, filename, lines, firstlineno)
     ast.increment_lineno(module, firstlineno - 1)
     # dedent removed the same number of columns from every line: put them back
-    indent = len(lines[0]) - len(lines[0].lstrip())
+    indent = _indent(lines[0])
     if indent:
         for n in ast.walk(module):
             if hasattr(n, "col_offset"):
@@ -156,3 +170,157 @@ def parse_function(fn) -> Source:
                 if getattr(n, "end_col_offset", None) is not None:
                     n.end_col_offset += indent
     return Source(fn, filename, firstlineno, node, lines, fn.__globals__, _closure(fn, code))
+
+
+def _changed(name: str, filename: str, lines: list, firstlineno: int) -> SourceChangedError:
+    return SourceChangedError(
+        f"the source file of {name!r} changed since the function was defined: the code that "
+        "runs is not what the text in the file compiles to, so its gradient cannot be read "
+        "from it; re-import the module (importlib.reload) or restart the interpreter",
+        filename, firstlineno, _indent(lines[0]), lines[0])
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+# the compiler flags set by `from __future__ import ...` (recorded in co_flags)
+_FUTURE_FLAGS = 0
+for _feature in __future__.all_feature_names:
+    _FUTURE_FLAGS |= getattr(__future__, _feature).compiler_flag
+
+
+def _source_changed(fn, code, lines: list, firstlineno: int) -> bool:
+    """True when `lines` (the function's text as its file reads now) do not compile to
+    `code`: the file was edited after the function was defined.
+
+    The text is compiled at its place in the file, inside one-line stand-ins for the classes
+    and functions around it (so that closure cells, `__class__`, name mangling and flags
+    come out as they did), and compared with `code` (see `_same_code`). Where those scopes
+    cannot be rebuilt the check is skipped (False). One compile of the function's own text:
+    cheap next to the rest of the compiler."""
+    qualname = getattr(code, "co_qualname", None) or getattr(fn, "__qualname__", "")
+    parts = qualname.split(".")
+    if parts[-1] != code.co_name or not all(v.isidentifier() for v in code.co_varnames):
+        return False  # a local no text can name: compiled from a rewritten tree (pytest)
+    scopes = []  # (keyword, name) of each enclosing class or function, outermost first
+    i = 0
+    while i < len(parts) - 1:
+        if not parts[i].isidentifier():
+            return False  # inside a lambda or a comprehension: not rebuilt
+        kind = "def" if parts[i + 1] == "<locals>" else "class"
+        scopes.append((kind, parts[i]))
+        i += 2 if kind == "def" else 1
+    free = [v for v in code.co_freevars if v != "__class__"]  # a class makes __class__
+    heads = []
+    for kind, scope in scopes:
+        params = ""
+        if kind == "def" and free:  # the cells it closes over: arguments of the outermost
+            params, free = ", ".join(free), []
+        heads.append(f"{kind} {scope}({params}):" if kind == "def" else f"class {scope}:")
+    lead = lines[0][:_indent(lines[0])]
+    if not heads and lead:  # a module-level def inside an `if`, `try`...
+        heads.append("if 1:")
+    if free:
+        return False
+    if len(heads) > len(lead) or len(heads) >= firstlineno:
+        # the text is not indented (or not placed) as deep as the function is nested: it is
+        # another text, unless the nesting was guessed from a `__qualname__` someone set
+        # (before 3.11, which records the compiler's own in `co_qualname`)
+        return hasattr(code, "co_qualname")
+    # since 3.11 `m.f(x)` compiles to another call sequence where the module's own `m` was
+    # bound by an import: mark the names bound to modules as imported (compiling does not
+    # run the import)
+    g = getattr(fn, "__globals__", {})
+    modules = sorted(n for n in _all_names(code) if isinstance(g.get(n), types.ModuleType))
+    text = "\n" * (firstlineno - 1 - len(heads)) + \
+        "".join(lead[:k] + h + "\n" for k, h in enumerate(heads)) + "".join(lines) + \
+        ("\nimport " + ", ".join(f"_ as {n}" for n in modules) + "\n" if modules else "")
+    try:
+        found = compile(text, code.co_filename, "exec", code.co_flags & _FUTURE_FLAGS, True)
+    except (SyntaxError, ValueError):
+        return False
+    for _, scope in scopes:
+        found = _inner(found, scope)
+        if found is None:
+            return False
+    found = _inner(found, code.co_name)
+    # the same first line too: else the text found at the function's line (or above it, where
+    # lines were added) holds the function elsewhere
+    if found is None or found.co_firstlineno != code.co_firstlineno:
+        return True
+    # where a module name was not bound by an import (`xp = numpy`), or an imported name
+    # is not a module, only the call sequences differ: compare again, reading through them
+    return not (_same_code(found, code) or _same_code(found, code, loose=True))
+
+
+def _all_names(code) -> set:
+    names = set()
+    stack = [code]
+    while stack:
+        c = stack.pop()
+        names.update(c.co_names)
+        stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+    return names
+
+
+def _inner(code, name: str):
+    """The code object of the class or function `name` made in `code`, or None."""
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType) and c.co_name == name:
+            return c
+    return None
+
+
+_CODE_FIELDS = ("co_argcount", "co_posonlyargcount", "co_kwonlyargcount", "co_flags",
+                "co_names", "co_varnames", "co_freevars", "co_cellvars", "co_name")
+
+
+def _same_code(a, b, loose: bool = False) -> bool:
+    """Same bytecode, constants, names and flags, also of the code objects nested in them.
+    Positions (line and column tables) are not compared: a function whose text only moved
+    computes the same thing. `loose`: instructions compared by name and argument, a method
+    load taken as an attribute load (the two call sequences of `m.f(x)`)."""
+    if any(getattr(a, f) != getattr(b, f) for f in _CODE_FIELDS):
+        return False
+    if loose:
+        if _instructions(a) != _instructions(b):
+            return False
+    elif a.co_code != b.co_code or \
+            getattr(a, "co_exceptiontable", b"") != getattr(b, "co_exceptiontable", b""):
+        return False
+    return len(a.co_consts) == len(b.co_consts) and all(
+        _same_const(x, y, loose) for x, y in zip(a.co_consts, b.co_consts))
+
+
+def _same_const(a, b, loose: bool = False) -> bool:
+    if type(a) is not type(b):  # 1, 1.0 and True are equal, and differ here
+        return False
+    if isinstance(a, types.CodeType):
+        return _same_code(a, b, loose)
+    if isinstance(a, tuple):
+        return len(a) == len(b) and all(map(_same_const, a, b))
+    if isinstance(a, (float, complex)):
+        return repr(a) == repr(b)  # -0.0 and 0.0; nan
+    return a == b
+
+
+_JUMPS = frozenset(dis.hasjrel) | frozenset(dis.hasjabs) | frozenset(getattr(dis, "hasjump", ()))
+_SAME_OP = {"LOAD_METHOD": "LOAD_ATTR"}
+
+
+def _instructions(code) -> list:
+    """(name, argument) of each instruction; a jump's target as an instruction index (the
+    two call sequences differ in length), a constant as its index (compared apart)."""
+    ins = [i for i in dis.get_instructions(code) if i.opname != "EXTENDED_ARG"]
+    index = {i.offset: k for k, i in enumerate(ins)}
+    out = []
+    for i in ins:
+        if i.opcode in _JUMPS:
+            arg = index.get(i.argval, i.argval)
+        elif i.opcode in dis.hasconst:
+            arg = i.arg
+        else:
+            arg = i.argval
+        out.append((_SAME_OP.get(i.opname, i.opname), arg))
+    return out

@@ -190,7 +190,8 @@ def _forge(path, marker):
     text = open(path).read()
     _, meta_line, body = text.split("\n", 2)
     body = _marker_payload(marker) + body
-    digest = sgcache._digest(meta_line, body)
+    key = os.path.basename(str(path))[:-3]
+    digest = sgcache._digest(key, meta_line, body)
     with open(path, "w") as f:
         f.write(f"{sgcache._MAGIC} sha256={digest}\n{meta_line}\n{body}")
 
@@ -252,9 +253,143 @@ def test_group_writable_cache_dir_is_not_used(user_module, tmp_path, monkeypatch
     os.chmod(d, 0o777)
     monkeypatch.setenv("SRCGRAD_CACHE_DIR", str(d))
     g = srcgrad.grad(user_module.f, wrt="w")
-    np.testing.assert_allclose(g(X, W), expected_grad(X, W))
+    with pytest.warns(srcgrad.CacheWarning, match="writable by group or others"):
+        np.testing.assert_allclose(g(X, W), expected_grad(X, W))
     assert os.listdir(d) == []
     assert not os.path.exists(str(g.cache_path))
+
+
+def expected_grad_x(x, w):
+    h = np.tanh(x @ w)
+    return (2 * h * (1 - h ** 2)) @ w.T
+
+
+def _two_entries(user_module):
+    """Cache files of grad wrt w and grad wrt x of the same function (two keys)."""
+    gw = srcgrad.grad(user_module.f, wrt="w")
+    gx = srcgrad.grad(user_module.f, wrt="x")
+    np.testing.assert_allclose(gw(X, W), expected_grad(X, W))
+    np.testing.assert_allclose(gx(X, W), expected_grad_x(X, W))
+    assert gw.cache_path != gx.cache_path
+    return gw.cache_path, gx.cache_path
+
+
+@pytest.mark.parametrize("with_bytecode", [True, False])
+def test_a_file_copied_to_another_key_is_not_executed(user_module, tmp_path, with_bytecode):
+    """A well-formed entry (here one whose code leaves a marker) is valid only under the key
+    it was written for: copied over another entry's name, with or without its .pyc, it is
+    refused, and that entry is regenerated with the right gradient."""
+    path_w, path_x = _two_entries(user_module)
+    marker = tmp_path / "copied-marker"
+    _forge(path_w, marker)
+    os.chmod(path_w, 0o600)
+    for suffix in ("", "c") if with_bytecode else ("",):
+        with open(path_w + suffix, "rb") as src, open(path_x + suffix, "wb") as dst:
+            dst.write(src.read())
+    g = srcgrad.grad(user_module.f, wrt="x")
+    with pytest.warns(srcgrad.CacheWarning, match="another key"):
+        got = g(X, W)
+    assert not marker.exists(), "a file copied from another key was executed"
+    np.testing.assert_allclose(got, expected_grad_x(X, W))
+    assert g.compile_count == 1 and g.cache_path == path_x
+    # the control: under its own name the forged file is well-formed, and is executed
+    g2 = srcgrad.grad(user_module.f, wrt="w")
+    g2(X, W)
+    assert marker.exists() and g2.compile_count == 0
+
+
+def test_a_file_copied_to_another_key_is_refused_in_a_new_process(user_module, tmp_path):
+    cache_dir = os.environ["SRCGRAD_CACHE_DIR"]
+    # grad wrt x's entry where grad wrt w's should be: executed, it would give d/dx
+    path_w, path_x = _two_entries(user_module)
+    for suffix in ("", "c"):
+        os.replace(path_x + suffix, path_w + suffix)
+    report = run_in_new_process(tmp_path / "user", cache_dir)
+    assert any("another key" in w for w in report["warnings"]), report["warnings"]
+    assert report["compile_count"] == 1 and report["path"] == path_w
+    np.testing.assert_allclose(report["grad"], expected_grad(X, W))
+
+
+def test_the_bytecode_of_another_entry_is_not_used(tmp_path):
+    """Two entries with the very same source: the .pyc of one beside the other's .py is
+    ignored (its recorded hash covers the key), and the verified source is compiled."""
+    text = "def entry():\n    return 1\n"
+    key_a, key_b = "a" * 64, "b" * 64
+    path_a = sgcache.store(key_a, text, {"entry": "entry"})
+    path_b = sgcache.store(key_b, text, {"entry": "entry"})
+    loaded = sgcache.load(key_b)
+    assert loaded is not None and sgcache.load_code(path_b, loaded[1], loaded[0]) is not None
+    with open(path_a + "c", "rb") as src, open(path_b + "c", "wb") as dst:
+        dst.write(src.read())
+    loaded = sgcache.load(key_b)
+    assert loaded is not None and loaded[2] == path_b
+    assert sgcache.load_code(path_b, loaded[1], loaded[0]) is None
+
+
+def _forged_entry_in(user_module, tmp_path, monkeypatch, d):
+    """A well-formed entry for grad(f, wrt="w") in directory `d` (made the cache), whose
+    code leaves a marker when executed; (path, marker)."""
+    monkeypatch.setenv("SRCGRAD_CACHE_DIR", str(d))
+    g = srcgrad.grad(user_module.f, wrt="w")
+    g(X, W)
+    marker = tmp_path / "dir-marker"
+    _forge(g.cache_path, marker)
+    os.chmod(g.cache_path, 0o600)
+    return g.cache_path, marker
+
+
+def _assert_dir_refused(user_module, d, path, marker, reason):
+    before = sorted(os.listdir(d)), open(path).read()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for wrt in ("w", "w", "x"):  # the directory is reported once
+            g = srcgrad.grad(user_module.f, wrt=wrt)
+            got = g(X, W)
+            assert g.compile_count == 1 and g.cache_path.startswith("<srcgrad")
+            np.testing.assert_allclose(got, (expected_grad if wrt == "w" else
+                                             expected_grad_x)(X, W))
+    assert not marker.exists(), "a file in an unsafe cache directory was executed"
+    reports = [str(w.message) for w in caught if issubclass(w.category, srcgrad.CacheWarning)]
+    assert len(reports) == 1 and str(d) in reports[0] and reason in reports[0], reports
+    assert (sorted(os.listdir(d)), open(path).read()) == before  # nothing written either
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX permissions")
+@pytest.mark.parametrize("mode", [0o770, 0o707, 0o777], ids=oct)
+def test_a_group_or_world_writable_cache_dir_is_not_read(user_module, tmp_path,
+                                                         monkeypatch, mode):
+    d = tmp_path / f"cache-{mode:o}"
+    path, marker = _forged_entry_in(user_module, tmp_path, monkeypatch, d)
+    os.chmod(d, mode)
+    _assert_dir_refused(user_module, d, path, marker, "writable by group or others")
+    # the control: the same directory made private again is read, and the file executed
+    os.chmod(d, 0o700)
+    g = srcgrad.grad(user_module.f, wrt="w")
+    g(X, W)
+    assert marker.exists() and g.compile_count == 0
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid") or os.getuid() != 0,
+                    reason="giving a directory to another user needs root")
+def test_a_cache_dir_owned_by_another_user_is_not_read(user_module, tmp_path, monkeypatch):
+    d = tmp_path / "cache-other"
+    path, marker = _forged_entry_in(user_module, tmp_path, monkeypatch, d)
+    os.chown(d, 4242, -1)
+    _assert_dir_refused(user_module, d, path, marker, "owned by another user")
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX permissions")
+def test_an_unsafe_cache_dir_is_reported_in_a_new_process(user_module, tmp_path,
+                                                           monkeypatch):
+    d = tmp_path / "cache-shared"
+    path, marker = _forged_entry_in(user_module, tmp_path, monkeypatch, d)
+    os.chmod(d, 0o777)
+    report = run_in_new_process(tmp_path / "user", d)
+    assert not marker.exists()
+    assert report["compile_count"] == 1 and report["path"].startswith("<srcgrad")
+    assert [w for w in report["warnings"] if "writable by group or others" in w] and \
+        len(report["warnings"]) == 1, report["warnings"]
+    np.testing.assert_allclose(report["grad"], expected_grad(X, W))
 
 
 def test_concurrent_writers_leave_a_valid_file(user_module, tmp_path):
