@@ -153,6 +153,47 @@ def f_tensor_methods(x):
     return np.sum(x.relu() * 2 + x.sigmoid() + x.softplus())
 
 
+def f_more_math(x):
+    return np.sum(np.arcsinh(x) + np.arccosh(x + 1.0) * 2 + np.arctanh(x / 3) + np.log2(x)
+                  * np.log10(x) + np.exp2(x) + np.sinc(x) + np.fabs(x) * x)
+
+
+def f_rounding(x):
+    """rint and round are piecewise constant: their gradient is 0 (x stays away from the
+    jumps)."""
+    return np.sum(np.rint(x) * x + np.round(x, 1) * x ** 2 + np.around(x) + x.round() * x)
+
+
+def f_two_argument_math(x, y):
+    return np.sum(np.arctan2(x, y) + np.hypot(x, y) * 2 + np.logaddexp(x, y) ** 2 +
+                  np.logaddexp2(y, x) + np.fmax(x, y) * x + np.fmin(x, 0.1))
+
+
+def f_angles(x):
+    return np.sum(np.deg2rad(x) + np.radians(x) ** 2 + np.rad2deg(x) * x + np.degrees(x))
+
+
+def f_nan_to_num(x):
+    """log of the negative entries is NaN, 1 / 0 is inf: nan_to_num replaces them, with
+    no gradient there."""
+    y = np.log(x)
+    z = 1.0 / np.where(x > 0.0, x, 0.0)
+    return np.sum(np.nan_to_num(z, posinf=3.0) * x + np.nan_to_num(y, nan=-1.0) * x
+                  + np.nan_to_num(x) ** 2)
+
+
+def f_real_parts(x):
+    """real, imag, conj of real arrays: x itself, zeros and a copy."""
+    return np.sum(np.real(x) * 2 + np.imag(x) + np.conj(x) * x + np.conjugate(x) + x.real
+                  + x.imag * x + x.conj() + np.copy(x) ** 2 + x.copy())
+
+
+def f_copy_then_update(x):
+    y = np.copy(x)
+    y += 1.0  # the copy changes, x does not
+    return np.sum(x * y)
+
+
 ELEMENTWISE = [
     (f_trig, [X34]), (f_hyperbolic, [X34]), (f_inverse_trig, [U34]), (f_exp_log, [P34]),
     (f_roots_powers, [P34]), (f_abs, [D34]), (f_sign, [D34]), (f_negative, [X34]),
@@ -171,6 +212,12 @@ ELEMENTWISE = [
                     np.array([1.02, -0.97, 0.98, 1.01])], (0, 1)),
     # numpy arrays have no .relu(): the tape (on Tensors) is the reference
     (f_tensor_methods, [D34], 0, True, False),
+    (f_more_math, [P34]), (f_two_argument_math, [D34, distinct(4) * 0.9], (0, 1)),
+    (f_angles, [X34]), (f_real_parts, [X34]), (f_copy_then_update, [X34]),
+    # halfway between tenths: away from every jump of rint and round(x, 1)
+    (f_rounding, [np.round(X34, 1) + 0.025]),
+    pytest.param(f_nan_to_num, [X34], marks=pytest.mark.filterwarnings(
+        "ignore:.*encountered:RuntimeWarning")),
 ]
 
 

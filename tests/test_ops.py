@@ -79,6 +79,22 @@ def near_one(rng, shape):
     return rng.choice([-1.0, 1.0], shape) * rng.uniform(0.95, 1.05, shape)
 
 
+def above_one(rng, shape):
+    return rng.uniform(1.2, 3.0, shape)
+
+
+def tenths(rng, shape):
+    """k / 10 + 0.025 (plus a little noise): away from the jumps of round(x, 1)."""
+    return rng.integers(-20, 21, shape) / 10 + 0.025 + rng.uniform(-0.01, 0.01, shape)
+
+
+def some_nan(rng, shape):
+    """Real values with every third one NaN (for fmax / fmin)."""
+    a = rng.uniform(-2.0, 2.0, shape)
+    a.reshape(-1)[::3] = np.nan
+    return a
+
+
 def boolean(rng, shape):
     return rng.random(shape) < 0.5
 
@@ -273,6 +289,11 @@ UNARY = [
     ("sign", np.sign, nonzero), ("relu", ref_relu, nonzero), ("sigmoid", ref_sigmoid, real),
     ("softplus", ref_softplus, real), ("floor", np.floor, half_integers),
     ("ceil", np.ceil, half_integers), ("trunc", np.trunc, half_integers),
+    ("arcsinh", np.arcsinh, real), ("arccosh", np.arccosh, above_one),
+    ("arctanh", np.arctanh, unit), ("log2", np.log2, pos), ("log10", np.log10, pos),
+    ("exp2", np.exp2, real), ("sinc", np.sinc, real), ("fabs", np.fabs, nonzero),
+    ("rint", np.rint, half_integers), ("round", np.round, half_integers),
+    ("copy", np.copy, real),
 ]
 for _p, _ref, _dom in UNARY:
     for _shape in ((), (3,), (2, 3)):
@@ -287,7 +308,10 @@ BINARY = [("add", np.add, real, real), ("subtract", np.subtract, real, real),
           ("minimum", np.minimum, real, real),
           ("remainder", np.remainder, half_integers, near_one),
           ("fmod", np.fmod, half_integers, near_one),
-          ("floor_divide", np.floor_divide, half_integers, near_one)]
+          ("floor_divide", np.floor_divide, half_integers, near_one),
+          ("arctan2", np.arctan2, real, real), ("hypot", np.hypot, real, real),
+          ("logaddexp", np.logaddexp, real, real), ("logaddexp2", np.logaddexp2, real, real),
+          ("fmax", np.fmax, real, real), ("fmin", np.fmin, real, real)]
 for _p, _ref, _dx, _dy in BINARY:
     for _sx, _sy in BROADCAST_PAIRS:
         spec(_p, [A(_sx, _dx), A(_sy, _dy)], ref=_ref)
@@ -303,6 +327,15 @@ spec("power", [2.0, A((3,))], ref=np.power)
 spec("maximum", [A((2, 3), nonzero), 0.0], ref=np.maximum)
 spec("minimum", [0.5, A((2, 3))], ref=np.minimum)
 
+for _p in ("fmax", "fmin"):  # a NaN passes the gradient to the other operand
+    spec(_p, [A((3, 4), some_nan), A((4,))], ref=getattr(np, _p))
+    spec(_p, [A((3, 4)), A((3, 1), some_nan)], ref=getattr(np, _p))
+spec("round", [A((2, 3), tenths)], dict(decimals=1), ref=np.round)
+spec("nan_to_num", [A((3, 4), specials)], dict(nan=1.5, posinf=10.0, neginf=-10.0),
+     ref=np.nan_to_num)
+spec("nan_to_num", [A((3, 4), specials)], grad=False, ref=np.nan_to_num)
+spec("isnan", [A((3, 4), specials)], ref=np.isnan)
+spec("isinf", [A((3, 4), specials)], ref=np.isinf)
 spec("where", [A((3, 1), boolean), A((4,)), A(())], ref=np.where)
 spec("where", [A((2, 3), boolean), A((2, 3)), A((2, 3))], ref=np.where)
 spec("where", [A((2, 3), boolean), A((3,)), 0.0], ref=np.where)
@@ -632,6 +665,29 @@ def test_max_and_min_split_ties_evenly():
     np.testing.assert_allclose(g, [0.0, 1 / 3, 1 / 3, 1 / 3])
     (g,) = _grad(ops.min, [[1.0, 1.0], [0.0, 2.0]], axis=1)
     np.testing.assert_allclose(g, [[0.5, 0.5], [1.0, 0.0]])
+
+
+def test_conventions_of_the_math_functions():
+    gx, gy = _grad(ops.hypot, [0.0, 3.0], [0.0, 4.0])  # 0 at the origin
+    np.testing.assert_allclose(gx, [0.0, 0.6])
+    np.testing.assert_allclose(gy, [0.0, 0.8])
+    gy, gx = _grad(ops.arctan2, [0.0, 1.0], [0.0, 1.0])
+    np.testing.assert_allclose(gy, [0.0, 0.5])
+    np.testing.assert_allclose(gx, [0.0, -0.5])
+    (g,) = _grad(ops.sinc, [0.0])
+    np.testing.assert_array_equal(g, [0.0])
+    # fmax/fmin: a NaN operand passes the gradient to the other; ties split it
+    gx, gy = _grad(ops.fmax, [np.nan, 2.0, 1.0, np.nan], [1.0, np.nan, 1.0, np.nan])
+    np.testing.assert_array_equal(gx, [0.0, 1.0, 0.5, 0.0])
+    np.testing.assert_array_equal(gy, [1.0, 0.0, 0.5, 0.0])
+    gx, gy = _grad(ops.fmin, [np.nan, 2.0], [1.0, np.nan])
+    np.testing.assert_array_equal(gx, [0.0, 1.0])
+    np.testing.assert_array_equal(gy, [1.0, 0.0])
+    (g,) = _grad(ops.nan_to_num, [np.nan, np.inf, -np.inf, 2.0])
+    np.testing.assert_array_equal(g, [0.0, 0.0, 0.0, 1.0])
+    for prim in (ops.rint, ops.round_):
+        (g,) = _grad(prim, [0.4, 1.6])
+        assert g is None or not np.any(g)
 
 
 def test_sign_has_zero_gradient():

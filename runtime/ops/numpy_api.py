@@ -74,6 +74,11 @@ _UFUNCS = {
     numpy.logical_not: E.logical_not, numpy.isfinite: E.isfinite, numpy.matmul: L.matmul,
     numpy.remainder: E.remainder, numpy.fmod: E.fmod, numpy.floor_divide: E.floor_divide,
     numpy.floor: E.floor, numpy.ceil: E.ceil, numpy.trunc: E.trunc,
+    numpy.arcsinh: E.arcsinh, numpy.arccosh: E.arccosh, numpy.arctanh: E.arctanh,
+    numpy.arctan2: E.arctan2, numpy.hypot: E.hypot, numpy.log2: E.log2, numpy.log10: E.log10,
+    numpy.exp2: E.exp2, numpy.logaddexp: E.logaddexp, numpy.logaddexp2: E.logaddexp2,
+    numpy.fabs: E.fabs, numpy.rint: E.rint, numpy.fmax: E.fmax, numpy.fmin: E.fmin,
+    numpy.isnan: E.isnan, numpy.isinf: E.isinf,
 }
 #: ufunc -> primitive, for `__array_ufunc__`
 UFUNCS = dict(_UFUNCS)
@@ -96,6 +101,87 @@ for _uf, _prim in _UFUNCS.items():
 
 # numpy.abs is numpy.absolute, numpy.divide is numpy.true_divide, numpy.mod is
 # numpy.remainder: same objects, already in.
+
+
+def _scaled(factor):
+    def scale(x):
+        return E.multiply(x, factor)
+
+    return scale
+
+
+# ufuncs that are a product with a constant (numpy computes them the same way)
+for _uf, _fn in ((numpy.deg2rad, _scaled(numpy.pi / 180.0)),
+                 (numpy.radians, _scaled(numpy.pi / 180.0)),
+                 (numpy.rad2deg, _scaled(180.0 / numpy.pi)),
+                 (numpy.degrees, _scaled(180.0 / numpy.pi))):
+    NUMPY[_uf] = _ufunc_adapter(_uf, _fn)
+
+
+def _is_complex(a) -> bool:
+    return getattr(getattr(a, "dtype", None), "kind", "") == "c" or isinstance(a, complex)
+
+
+def _refuse_complex(fname, a):
+    if _is_complex(a):
+        raise UnsupportedArgument(f"{fname}(): complex arrays are not supported (srcgrad "
+                                  "differentiates real functions)")
+
+
+@spelling(numpy.real)
+def real(val):
+    """The real part: the array itself for real input (numpy returns a view of it)."""
+    _refuse_complex("numpy.real", val)
+    return val if _symbolic(val) else numpy.real(val)
+
+
+@spelling(numpy.imag)
+def imag(val):
+    """The imaginary part: zeros for real input, with no gradient."""
+    _refuse_complex("numpy.imag", val)
+    return S.zeros_like(val) if _symbolic(val) else numpy.imag(val)
+
+
+def _conjugate(x):
+    _refuse_complex("numpy.conjugate", x)
+    return E.copy(x)  # real input: a new array with the same values, as numpy gives
+
+
+NUMPY[numpy.conjugate] = _ufunc_adapter(numpy.conjugate, _conjugate)
+METHODS["conj"] = METHODS["conjugate"] = _conjugate
+ATTRIBUTES["real"] = real
+ATTRIBUTES["imag"] = imag
+
+
+@spelling(numpy.round, numpy.around, method="round")
+def round_(a, decimals=0, out=None):
+    _refuse("numpy.round", out=out)
+    return E.round_(a, decimals=decimals) if decimals else E.round_(a)
+
+
+@spelling(numpy.sinc)
+def sinc(x):
+    return E.sinc(x)
+
+
+@spelling(numpy.nan_to_num)
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    if not copy:
+        raise UnsupportedArgument("numpy.nan_to_num(): copy=False (an update in place) is not "
+                                  "supported; use the returned array")
+    params = {}
+    if nan != 0.0:
+        params["nan"] = float(nan)
+    if posinf is not None:
+        params["posinf"] = float(posinf)
+    if neginf is not None:
+        params["neginf"] = float(neginf)
+    return E.nan_to_num(x, **params)
+
+
+@spelling(numpy.copy, method="copy")
+def copy(a, order="K", subok=False):
+    return E.copy(a)
 
 
 @spelling(numpy.where)
