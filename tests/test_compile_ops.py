@@ -352,6 +352,124 @@ def f_asarray(x):
     return np.sum(np.asarray(x) * 2) + np.sum(np.asarray(x, dtype=np.float64) ** 2)
 
 
+def f_scans(x):
+    return np.sum(np.cumsum(x) * np.arange(12.0)) + np.sum(np.cumsum(x, axis=1) ** 2) + \
+        np.sum(x.cumsum(axis=0) * x) + np.sum(np.cumprod(x, axis=1)) + \
+        np.sum(x.cumprod() ** 2 * 0.01)
+
+
+def f_diff(x):
+    return np.sum(np.diff(x) ** 2) + np.sum(np.diff(x, n=2, axis=0) * 3) + \
+        np.sum(np.diff(x, axis=0, prepend=0.5) ** 2) + np.sum(np.diff(x[0], append=x[1, :2]))
+
+
+def f_diagonals(x):
+    return np.sum(np.diag(x) ** 2) + np.sum(np.diag(x, k=1) * 3) + \
+        np.sum(np.diag(np.diag(x), k=-1)[1:, :4] @ x) + np.sum(np.diagonal(x, offset=-1) ** 3) + \
+        np.sum(x.diagonal() * np.arange(4.0)) + np.trace(x, offset=2)
+
+
+def f_triangles(x):
+    return np.sum(np.tril(x) ** 2) + np.sum(np.triu(x, k=1) * np.arange(4.0)) + \
+        np.sum(np.tril(x[0], k=-1) * x)
+
+
+def f_repeat_tile(x):
+    return np.sum(np.repeat(x, 2) * np.arange(24.0)) + np.sum(np.repeat(x, [2, 0, 1], axis=0)
+                                                           ** 2) + \
+        np.sum(x.repeat(3, axis=1) ** 3) + np.sum(np.tile(x, 2) ** 2) + \
+        np.sum(np.tile(x[0], (3, 1)) * np.arange(12.0).reshape(3, 4))
+
+
+def f_pad(x):
+    w = np.arange(30.0).reshape(5, 6)
+    return np.sum(np.pad(x, 1) * w) + np.sum(np.pad(x, ((0, 1), (2, 0)), constant_values=2.0)
+                                             ** 2) + \
+        np.sum(np.pad(x, 1, mode="reflect") * w) + np.sum(np.pad(x, (1, 2), mode="edge") ** 2) \
+        + np.sum(np.pad(x, 2, mode="wrap") ** 3) + np.sum(np.pad(x, 1, mode="symmetric") * w)
+
+
+def f_roll_rotate(x):
+    w = np.arange(12.0).reshape(3, 4)
+    return np.sum(np.roll(x, 1) * w) + np.sum(np.roll(x, (1, -2), axis=(0, 1)) * w) + \
+        np.sum(np.rot90(x) * w.T) + np.sum(np.rot90(x, 2) * w) + np.sum(np.rot90(x, -1) ** 3) \
+        + np.sum(np.fliplr(x) * np.flipud(x))
+
+
+def f_rollaxis(x):
+    return np.sum(np.rollaxis(x, 2)[0] ** 2) + np.sum(np.rollaxis(x, 1, 3)[..., 0] * 2) + \
+        np.sum(np.rollaxis(x, 0, 2)[0] ** 3)
+
+
+def f_take(x):
+    return np.sum(np.take(x, [0, 5, 5, 11]) ** 2) + np.sum(np.take(x, IDX, axis=0) * 3) + \
+        np.sum(x.take([1, -1], axis=1) ** 3)
+
+
+def f_sort(x):
+    s = np.sort(x)
+    order = np.argsort(x, axis=0)
+    return np.sum(s * np.arange(4.0)) + np.sum(np.sort(x, axis=0)[0] ** 2) + \
+        np.sum(np.sort(x, axis=None) * np.arange(12.0)) + \
+        np.sum(np.take_along_axis(x, order, axis=0) * np.arange(12.0).reshape(3, 4)) + \
+        np.sum(x[np.argmax(x, axis=0), np.arange(4)] ** 2) + x.ravel()[np.argmin(x)]
+
+
+def f_select(x):
+    return np.sum(np.select([x > 0.5, x < -0.5], [x ** 2, -x], default=0.1 * x))
+
+
+def f_joining(x, y):
+    return np.sum(np.vstack([x, y]) ** 2) + np.sum(np.dstack([x, x * 2]) ** 2) + \
+        np.sum(np.column_stack([y, x.T]) * 3) + np.sum(np.append(x, y) ** 2) + \
+        np.sum(np.append(x, x, axis=1) ** 3) + np.sum(np.atleast_2d(y) * np.atleast_3d(x)[0])
+
+
+def f_atleast(x):
+    a = np.atleast_1d(np.sum(x))
+    b, c = np.atleast_2d(x[0], x)
+    return np.sum(a ** 2) + np.sum(b * 3) + np.sum(c ** 2) + np.sum(np.atleast_3d(x[0]) ** 3)
+
+
+def f_splits(x):
+    a, b = np.split(x, 2, axis=1)
+    c = np.array_split(x, 3, axis=1)
+    d = np.split(x, [1, 2])
+    e, f = np.hsplit(x, 2)
+    g = np.vsplit(x, [2])
+    return np.sum(a * b) + np.sum(c[0] ** 2) + np.sum(c[2] * 3) + np.sum(d[1] ** 2) + \
+        np.sum(e - f ** 2) + np.sum(g[0] ** 3)
+
+
+def f_average(x, w):
+    return np.average(x) + np.sum(np.average(x, axis=0) ** 2) + \
+        np.sum(np.average(x, axis=1, weights=w) ** 2) + np.average(x, weights=x * x + 1) + \
+        np.sum(np.average(x, axis=1, weights=w, keepdims=True) * x)
+
+
+def f_nan_reductions(x):
+    y = np.where(x > 1.0, np.nan, x)
+    return np.nansum(y) + np.sum(np.nansum(y, axis=0) ** 2) + np.sum(np.nanmean(y, axis=1) ** 2)\
+        + np.nanmean(y)
+
+
+def f_linspace(x):
+    t = np.linspace(0.0, 1.0, 4)
+    s = np.linspace(x[0, 0], x[0, 1], 5)
+    r = np.linspace(x[0], x[1], 3)
+    return np.sum(x * t) + np.sum(s ** 2) + np.sum(r ** 2 * np.arange(3.0)[:, None])
+
+
+def f_meshgrid(x, y):
+    a, b = np.meshgrid(x, y)
+    c, d = np.meshgrid(x, y, indexing="ij", sparse=True)
+    return np.sum(a * b ** 2) + np.sum(c * d)
+
+
+def f_full_like(x):
+    return np.sum(np.full_like(x, 2.0) * x) + np.sum(np.full_like(x, x[0, 0]) * x)
+
+
 SHAPES = [
     (f_transpose, [X34]), (f_transpose_axes, [B234]), (f_reshape, [X34]), (f_ravel, [X34]),
     (f_axes_moves, [B234]), (f_expand_squeeze, [X34]), (f_broadcast_to, [real(3, 1)]),
@@ -363,6 +481,14 @@ SHAPES = [
     (f_asarray, [X34], 0, False),
     # a float32 round trip is below the resolution of finite differences: the tape only
     (f_astype_float32, [X34], 0, True, False),
+    (f_scans, [X34 / 2]), (f_diff, [X34]), (f_diagonals, [M44]), (f_triangles, [M44]),
+    (f_repeat_tile, [X34]), (f_pad, [X34]), (f_roll_rotate, [X34]), (f_rollaxis, [B234]),
+    (f_take, [X34]), (f_sort, [D34]), (f_select, [D34]), (f_joining, [X34, Y4], (0, 1)),
+    (f_atleast, [X34]), (f_splits, [real(4, 4)]), (f_average, [X34, pos(4)], (0, 1)),
+    (f_nan_reductions, [X34]), (f_meshgrid, [Y4, V3], (0, 1)),
+    # np.linspace and np.full_like of run-time values: numpy gives Tensors no hook for
+    # them, so the tape cannot follow; finite differences only
+    (f_linspace, [X34], 0, False), (f_full_like, [X34], 0, False),
 ]
 
 
@@ -607,7 +733,8 @@ def test_grad_matches_tape_and_finite_differences(fn, args, wrt, tape, fd):
 
 #: differentiable primitives that user code does not spell: cotangent helpers the VJP rules
 #: use, and device copies
-NOT_SPELLED = {"sum_to", "scatter_add", "cast_like", "trace_transpose", "to_device"}
+NOT_SPELLED = {"sum_to", "scatter_add", "cast_like", "trace_transpose", "to_device", "diag_grad",
+               "diagonal_grad", "repeat_grad", "tile_grad"}
 
 
 def test_every_spelled_differentiable_primitive_is_covered():

@@ -347,7 +347,7 @@ def stack(arrays, axis=0, out=None, dtype=None, casting=None):
 @spelling(numpy.vstack)
 def vstack(tup, dtype=None, casting=None):
     _refuse("numpy.vstack", dtype=dtype, casting=casting)
-    return S.concatenate(*[_atleast_2d(a) for a in tup], axis=0)
+    return S.concatenate(*[_atleast(a, 2) for a in tup], axis=0)
 
 
 @spelling(numpy.hstack)
@@ -367,15 +367,6 @@ def _rank(a, fname):
             f"{fname}() needs the number of dimensions of its arguments, which is only known "
             "at run time here; use numpy.concatenate or numpy.stack with an explicit axis"
         ) from None
-
-
-def _atleast_2d(a):
-    nd = _rank(a, "numpy.vstack")
-    if nd == 0:
-        return S.reshape(a, (1, 1))
-    if nd == 1:
-        return S.expand_dims(a, axis=0)
-    return a
 
 
 @spelling(numpy.flip)
@@ -453,9 +444,11 @@ def ones_like(a, dtype=None, **kw):
 
 
 @spelling(numpy.full_like)
-def full_like(a, fill_value, dtype=None, **kw):
+def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, **kw):
+    _refuse("numpy.full_like", shape=shape)
     r = E.add(S.zeros_like(a), fill_value)
-    return r if dtype is None else S.astype(r, _dtype_name(dtype))
+    # numpy casts the fill value to a's dtype (full_like(int array, 2.5) holds 2s)
+    return S.cast_like(r, a) if dtype is None else S.astype(r, _dtype_name(dtype))
 
 
 def _dt(dtype):
@@ -530,3 +523,467 @@ def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     _refuse("numpy.trace", dtype=dtype, out=out)
     return L.trace(a, offset=offset, axis1=axis1, axis2=axis2)
 
+
+
+# ---- scans, differences ------------------------------------------------------------------------
+
+def _scan(prim, fname):
+    def adapter(a, axis=None, dtype=None, out=None):
+        _refuse(fname, dtype=dtype, out=out)
+        if axis is None:  # numpy's: the flattened array
+            return prim(S.reshape(a, (-1,)), axis=0)
+        return prim(a, axis=_int_arg(axis, fname, "axis"))
+
+    adapter.__name__ = prim.name
+    return adapter
+
+
+spelling(numpy.cumsum, method="cumsum")(_scan(R.cumsum, "numpy.cumsum"))
+spelling(numpy.cumprod, method="cumprod")(_scan(R.cumprod, "numpy.cumprod"))
+
+
+def _int_arg(v, fname, what):
+    if isinstance(v, (bool, numpy.bool_)) or not isinstance(v, (int, numpy.integer)):
+        raise UnsupportedArgument(f"{fname}(): {what}= must be an integer, got {v!r:.40}")
+    return int(v)
+
+
+def _along(axis, part):
+    """An index that applies `part` to axis `axis` and keeps the others (any rank)."""
+    if axis < 0:
+        return (Ellipsis, part) + (slice(None),) * (-axis - 1)
+    return (slice(None),) * axis + (part,)
+
+
+_NOTHING = object()
+
+
+@spelling(numpy.diff)
+def diff(a, n=1, axis=-1, prepend=_NOTHING, append=_NOTHING):
+    n = _int_arg(n, "numpy.diff", "n")
+    axis = _int_arg(axis, "numpy.diff", "axis")
+    if n < 0:
+        raise ValueError(f"order must be non-negative but got {n!r}")
+    if n == 0:
+        return a
+    parts = []
+    for v in (prepend, a, append):
+        if v is _NOTHING:
+            continue
+        if v is not a and isinstance(v, (int, float)) or (
+                isinstance(v, numpy.ndarray) and v.ndim == 0):
+            v = S.broadcast_to(v, S.replace_dim(S.shape(a), axis, 1))
+        parts.append(v)
+    if len(parts) > 1:
+        a = S.concatenate(*parts, axis=axis)
+    for _ in range(n):
+        a = E.subtract(S.getitem(a, _along(axis, slice(1, None))),
+                       S.getitem(a, _along(axis, slice(None, -1))))
+    return a
+
+
+# ---- diagonals, triangles -------------------------------------------------------------------------
+
+@spelling(numpy.diag)
+def diag(v, k=0):
+    k = _int_arg(k, "numpy.diag", "k")
+    return S.diag(v, k=k) if k else S.diag(v)
+
+
+@spelling(numpy.diagonal, method="diagonal")
+def diagonal(a, offset=0, axis1=0, axis2=1):
+    params = {k: _int_arg(v, "numpy.diagonal", k) for k, v in
+              (("offset", offset), ("axis1", axis1), ("axis2", axis2))
+              if v != {"offset": 0, "axis1": 0, "axis2": 1}[k]}
+    return S.diagonal(a, **params)
+
+
+@spelling(numpy.tril)
+def tril(m, k=0):
+    k = _int_arg(k, "numpy.tril", "k")
+    return S.tril(m, k=k) if k else S.tril(m)
+
+
+@spelling(numpy.triu)
+def triu(m, k=0):
+    k = _int_arg(k, "numpy.triu", "k")
+    return S.triu(m, k=k) if k else S.triu(m)
+
+
+# ---- repeats, tiles, pads, rolls, rotations ---------------------------------------------------------
+
+def _int_tuple(v, fname, what):
+    """A constant int or sequence of ints as an int or a tuple of Python ints."""
+    if _symbolic(v):
+        raise UnsupportedArgument(f"{fname}(): {what} must be known when the function is "
+                                  "compiled (a constant), not an array computed at run time")
+    if isinstance(v, (int, numpy.integer)) and not isinstance(v, (bool, numpy.bool_)):
+        return int(v)
+    arr = numpy.asarray(v)
+    if arr.dtype.kind not in "iu" and arr.size:
+        raise UnsupportedArgument(f"{fname}(): {what} must be integers, got {v!r:.40}")
+    if arr.ndim == 0:
+        return int(arr)
+    return tuple(int(x) for x in arr.reshape(-1)) if arr.ndim == 1 else \
+        tuple(tuple(int(x) for x in row) for row in arr.reshape(arr.shape[0], -1))
+
+
+@spelling(numpy.repeat, method="repeat")
+def repeat(a, repeats, axis=None):
+    r = _int_tuple(repeats, "numpy.repeat", "repeats")
+    if isinstance(r, tuple) and r and isinstance(r[0], tuple):
+        raise ValueError("repeats must be an int or a 1-D sequence")
+    if axis is None:
+        return S.repeat(S.reshape(a, (-1,)), repeats=r, axis=0)
+    return S.repeat(a, repeats=r, axis=_int_arg(axis, "numpy.repeat", "axis"))
+
+
+@spelling(numpy.tile)
+def tile(A, reps):
+    return S.tile(A, reps=_int_tuple(reps, "numpy.tile", "reps"))
+
+
+_GATHER_MODES = ("edge", "reflect", "symmetric", "wrap")
+
+
+@spelling(numpy.pad)
+def pad(array, pad_width, mode="constant", **kwargs):
+    pw = _int_tuple(pad_width, "numpy.pad", "pad_width")
+    if isinstance(pw, tuple) and pw and not isinstance(pw[0], tuple):
+        pw = (pw,)  # (before, after) for every axis
+    if mode == "constant":
+        extra = set(kwargs) - {"constant_values"}
+        if extra:
+            raise UnsupportedArgument(f"numpy.pad(): {', '.join(sorted(extra))} not supported "
+                                      "in mode 'constant'")
+        cv = kwargs.get("constant_values", 0)
+        if _symbolic(cv) or not isinstance(cv, (int, float, numpy.integer, numpy.floating)):
+            raise UnsupportedArgument("numpy.pad(): constant_values must be one constant "
+                                      "number here (not per-axis values or an array)")
+        params = {"constant_values": cv.item() if hasattr(cv, "item") else cv} if cv else {}
+        return S.pad(array, pad_width=pw, **params)
+    if mode in _GATHER_MODES:
+        if kwargs and not (mode in ("reflect", "symmetric") and
+                           kwargs == {"reflect_type": "even"}):
+            raise UnsupportedArgument(f"numpy.pad(): {', '.join(sorted(kwargs))} not "
+                                      f"supported in mode {mode!r}")
+        return S.getitem(array, S.pad_gather_index(S.shape(array), pw, mode))
+    raise UnsupportedArgument(f"numpy.pad(): mode {mode!r} is not supported (constant, "
+                              f"{', '.join(_GATHER_MODES)} are)")
+
+
+@spelling(numpy.roll)
+def roll(a, shift, axis=None):
+    shift = _int_tuple(shift, "numpy.roll", "shift")
+    if axis is not None:
+        axis = _int_tuple(axis, "numpy.roll", "axis")
+    elif isinstance(shift, tuple):
+        raise UnsupportedArgument("numpy.roll(): several shifts need an axis for each")
+    return S.roll(a, shift=shift, axis=axis) if axis is not None else S.roll(a, shift=shift)
+
+
+@spelling(numpy.rollaxis)
+def rollaxis(a, axis, start=0):
+    axis = _int_arg(axis, "numpy.rollaxis", "axis")
+    start = _int_arg(start, "numpy.rollaxis", "start")
+    if axis < 0 or start < 0:
+        n = _rank(a, "numpy.rollaxis")
+        if not -n <= axis < n:
+            raise ValueError(f"axis {axis} is out of bounds for array of dimension {n}")
+        if not -n <= start <= n:
+            raise ValueError(f"'start' arg requires {-n} <= start < {n + 1}, but {start} "
+                             "was passed in")
+        axis, start = axis % n, (start + n if start < 0 else start)
+    if axis < start:
+        start -= 1
+    if axis == start:
+        return a
+    return S.moveaxis(a, source=axis, destination=start)
+
+
+@spelling(numpy.rot90)
+def rot90(m, k=1, axes=(0, 1)):
+    axes = tuple(_int_tuple(axes, "numpy.rot90", "axes"))
+    if len(axes) != 2:
+        raise ValueError("len(axes) must be 2.")
+    a0, a1 = axes
+    if (a0 < 0) != (a1 < 0):  # equal axes (0 and -2 of a matrix) are numpy's error
+        n = _rank(m, "numpy.rot90")
+        a0, a1 = a0 % n, a1 % n
+    if a0 == a1:
+        raise ValueError("Axes must be different.")
+    k = _int_arg(k, "numpy.rot90", "k") % 4
+    if k == 0:
+        return m
+    if k == 2:
+        return S.flip(S.flip(m, axis=a0), axis=a1)
+    if k == 1:
+        return S.swapaxes(S.flip(m, axis=a1), axis1=a0, axis2=a1)
+    return S.flip(S.swapaxes(m, axis1=a0, axis2=a1), axis=a1)
+
+
+# ---- gathers ------------------------------------------------------------------------------------
+
+def _index_arg(indices):
+    if isinstance(indices, (list, tuple)):
+        return numpy.asarray(indices)
+    return indices
+
+
+@spelling(numpy.take, method="take")
+def take(a, indices, axis=None, out=None, mode="raise"):
+    _refuse("numpy.take", out=out)
+    if mode != "raise":
+        raise UnsupportedArgument(f"numpy.take(): mode={mode!r} is not supported (only "
+                                  "'raise', numpy's default)")
+    indices = _index_arg(indices)
+    if axis is None:
+        return S.getitem(S.reshape(a, (-1,)), indices)
+    return S.getitem(a, _along(_int_arg(axis, "numpy.take", "axis"), indices))
+
+
+@spelling(numpy.take_along_axis)
+def take_along_axis(arr, indices, axis=-1):
+    indices = _index_arg(indices)
+    if axis is None:
+        return S.getitem(S.reshape(arr, (-1,)), indices)
+    axis = _int_arg(axis, "numpy.take_along_axis", "axis")
+    return S.getitem(arr, S.along_axis_index(S.shape(arr), indices, axis))
+
+
+@spelling(numpy.argsort, method="argsort")
+def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
+    _refuse("numpy.argsort", order=order)
+    kind = _sort_kind(kind, stable)
+    if axis is None:
+        return S.argsort(S.reshape(a, (-1,)), axis=0, **kind)
+    return S.argsort(a, axis=_int_arg(axis, "numpy.argsort", "axis"), **kind)
+
+
+def _sort_kind(kind, stable):
+    if stable:
+        return {"kind": "stable"}
+    return {"kind": kind} if kind is not None else {}
+
+
+@spelling(numpy.sort)
+def sort(a, axis=-1, kind=None, order=None, *, stable=None):
+    """The sorted values: x gathered by argsort, so the gradient follows the permutation
+    (between equal values, the one argsort puts first gets the first slot's gradient)."""
+    _refuse("numpy.sort", order=order)
+    if axis is None:
+        a, axis = S.reshape(a, (-1,)), 0
+    axis = _int_arg(axis, "numpy.sort", "axis")
+    perm = S.argsort(a, axis=axis, **_sort_kind(kind, stable))
+    return S.getitem(a, S.along_axis_index(S.shape(a), perm, axis))
+
+
+def _arg_reduction(prim, fname):
+    def adapter(a, axis=None, out=None, *, keepdims=False):
+        _refuse(fname, out=out)
+        params = {}
+        if axis is not None:
+            params["axis"] = _int_arg(axis, fname, "axis")
+        if keepdims:
+            params["keepdims"] = True
+        return prim(a, **params)
+
+    return adapter
+
+
+spelling(numpy.argmax, method="argmax")(_arg_reduction(S.argmax, "numpy.argmax"))
+spelling(numpy.argmin, method="argmin")(_arg_reduction(S.argmin, "numpy.argmin"))
+
+
+@spelling(numpy.select)
+def select(condlist, choicelist, default=0):
+    if len(condlist) != len(choicelist):
+        raise ValueError("list of cases must be same length as list of conditions")
+    if not condlist:
+        raise ValueError("select with an empty condition list is not possible")
+    out = default
+    for c, v in zip(reversed(list(condlist)), reversed(list(choicelist))):
+        out = E.where(c, v, out)  # the first condition that holds wins
+    return out
+
+
+# ---- joining and splitting ------------------------------------------------------------------------
+
+def _atleast(a, n):
+    if not _symbolic(a):
+        return (numpy.atleast_1d, numpy.atleast_2d, numpy.atleast_3d)[n - 1](a)
+    return S.reshape(a, S.atleast_shape(S.shape(a), n))
+
+
+def _atleast_adapter(n):
+    def adapter(*arys):
+        res = tuple(_atleast(a, n) for a in arys)
+        return res[0] if len(res) == 1 else res
+
+    adapter.__name__ = f"atleast_{n}d"
+    return adapter
+
+
+spelling(numpy.atleast_1d)(_atleast_adapter(1))
+spelling(numpy.atleast_2d)(_atleast_adapter(2))
+spelling(numpy.atleast_3d)(_atleast_adapter(3))
+
+
+@spelling(numpy.dstack)
+def dstack(tup):
+    return S.concatenate(*[_atleast(a, 3) for a in tup], axis=2)
+
+
+@spelling(numpy.column_stack)
+def column_stack(tup):
+    return S.concatenate(*[S.reshape(a, S.column_shape(S.shape(a))) if _symbolic(a) else
+                           numpy.asarray(a).reshape(S.column_shape(numpy.shape(a)))
+                           for a in tup], axis=1)
+
+
+@spelling(numpy.append)
+def append(arr, values, axis=None):
+    if axis is None:
+        return S.concatenate(S.reshape(arr, (-1,)), S.reshape(values, (-1,)), axis=0)
+    return S.concatenate(arr, values, axis=_int_arg(axis, "numpy.append", "axis"))
+
+
+def _sections(v, fname):
+    s = _int_tuple(v, fname, "indices_or_sections")
+    if isinstance(s, tuple) and s and isinstance(s[0], tuple):
+        raise ValueError(f"{fname}(): indices must be a 1-D sequence")
+    return s
+
+
+def _split(ary, sections, axis, fname, equal, min_ndim=0):
+    sections = _sections(sections, fname)
+    if axis != "h":
+        axis = _int_arg(axis, fname, "axis")
+    count = sections if isinstance(sections, int) else len(sections) + 1
+    if isinstance(sections, int) and sections <= 0:
+        raise ValueError("number sections must be larger than 0.")
+    checked = S.split_check(S.shape(ary), sections, axis, equal=equal, min_ndim=min_ndim,
+                            fname=fname.split(".")[-1])
+    return [S.getitem(ary, S.split_index(checked, sections, axis, i)) for i in range(count)]
+
+
+@spelling(numpy.split)
+def split(ary, indices_or_sections, axis=0):
+    return _split(ary, indices_or_sections, axis, "numpy.split", True)
+
+
+@spelling(numpy.array_split)
+def array_split(ary, indices_or_sections, axis=0):
+    return _split(ary, indices_or_sections, axis, "numpy.array_split", False)
+
+
+@spelling(numpy.hsplit)
+def hsplit(ary, indices_or_sections):
+    return _split(ary, indices_or_sections, "h", "numpy.hsplit", True)
+
+
+@spelling(numpy.vsplit)
+def vsplit(ary, indices_or_sections):
+    return _split(ary, indices_or_sections, 0, "numpy.vsplit", True, min_ndim=2)
+
+
+@spelling(numpy.dsplit)
+def dsplit(ary, indices_or_sections):
+    return _split(ary, indices_or_sections, 2, "numpy.dsplit", True, min_ndim=3)
+
+
+# ---- statistics with weights or NaNs ----------------------------------------------------------------
+
+@spelling(numpy.average)
+def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
+    axis = _axis(axis)
+    keepdims = bool(keepdims)
+    if weights is None:
+        avg = R.mean(a, axis=axis, keepdims=keepdims)
+        if not returned:
+            return avg
+        return avg, E.multiply(R.reduced_size(a, axis=axis), 1.0)
+    w = S.reshape(weights, S.weights_shape(S.shape(a), S.shape(weights), axis))
+    # numpy sums the weights broadcast to a's shape, and refuses a zero sum
+    scl = S.nonzero_divisor(R.sum(S.broadcast_to(w, S.shape(a)), axis=axis,
+                                  keepdims=keepdims))
+    avg = E.divide(R.sum(E.multiply(a, w), axis=axis, keepdims=keepdims), scl)
+    if not returned:
+        return avg
+    return avg, E.copy(S.broadcast_to(scl, S.shape(avg)))
+
+
+def _nan_reduction_args(fname, dtype, out, kw):
+    _refuse(fname, dtype=dtype, out=out)
+    if kw.get("initial") is not None or kw.get("where") not in (None, True):
+        raise UnsupportedArgument(f"{fname}(): initial= and where= are not supported")
+
+
+@spelling(numpy.nansum)
+def nansum(a, axis=None, dtype=None, out=None, keepdims=False, **kw):
+    _nan_reduction_args("numpy.nansum", dtype, out, kw)
+    return R.sum(E.where(E.isnan(a), 0, a), axis=_axis(axis), keepdims=bool(keepdims))
+
+
+@spelling(numpy.nanmean)
+def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, **kw):
+    _nan_reduction_args("numpy.nanmean", dtype, out, kw)
+    keep = E.logical_not(E.isnan(a))
+    total = R.sum(E.where(keep, a, 0), axis=_axis(axis), keepdims=bool(keepdims))
+    return E.divide(total, R.sum(keep, axis=_axis(axis), keepdims=bool(keepdims)))
+
+
+# ---- grids ----------------------------------------------------------------------------------------
+
+@spelling(numpy.linspace)
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
+             device=None):
+    _refuse("numpy.linspace", device=device)
+    num = _int_arg(num, "numpy.linspace", "num")
+    axis = _int_arg(axis, "numpy.linspace", "axis")
+    if num < 0:
+        raise ValueError(f"Number of samples, {num}, must be non-negative.")
+    div = (num - 1) if endpoint else num
+    if not (_symbolic(start) or _symbolic(stop)):
+        y = S.linspace(start, stop, num=num, endpoint=bool(endpoint), axis=axis)
+        if dtype is not None:
+            y = S.astype(y, _dtype_name(dtype))
+        if retstep:
+            return y, (numpy.divide(numpy.subtract(stop, start), div) if div > 0 else
+                       numpy.nan)
+        return y
+    # differentiable in start and stop: numpy's own arithmetic, with the samples on a new
+    # last axis (no rank needed) that then moves to `axis`
+    delta = E.subtract(stop, start)
+    t = numpy.arange(num, dtype=numpy.float64)
+    step = E.divide(delta, div) if div > 0 else None
+    y = E.multiply(S.expand_dims(step if step is not None else delta, axis=-1), t)
+    y = E.add(y, S.expand_dims(start, axis=-1))
+    if endpoint and num > 1:
+        last = numpy.arange(num) == num - 1
+        y = E.where(last, S.expand_dims(S.broadcast_to(stop, S.shape(delta)), axis=-1), y)
+    if axis != -1:
+        y = S.moveaxis(y, source=-1, destination=axis)
+    if dtype is not None:
+        y = S.astype(y, _dtype_name(dtype))
+    if retstep:
+        return y, (step if step is not None else numpy.nan)
+    return y
+
+
+@spelling(numpy.meshgrid)
+def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
+    if indexing not in ("xy", "ij"):
+        raise ValueError("Valid values for `indexing` are 'xy' and 'ij'.")
+    nd = len(xi)
+    shapes = [(1,) * i + (-1,) + (1,) * (nd - i - 1) for i in range(nd)]
+    if indexing == "xy" and nd > 1:
+        shapes[0] = (1, -1) + (1,) * (nd - 2)
+        shapes[1] = (-1, 1) + (1,) * (nd - 2)
+    out = [S.reshape(x, s) for x, s in zip(xi, shapes)]
+    if not sparse:
+        full = S.broadcast_shapes(*[S.shape(o) for o in out])
+        out = [S.broadcast_to(o, full) for o in out]
+    if copy:
+        out = [E.copy(o) for o in out]
+    return tuple(out)
