@@ -603,6 +603,87 @@ spec("linspace", [0.0, 1.0], dict(num=7), ref=np.linspace)
 spec("linspace", [np.zeros(2), np.array([1.0, 3.0])], dict(num=4, endpoint=False, axis=1),
      ref=np.linspace)
 
+# products: kron (bilinear), cross, einsum
+for _sa, _sb in (((2, 3), (2, 2)), ((3,), (2, 2)), ((2, 1, 2), (3, 2))):
+    spec("kron", [A(_sa), A(_sb)], ref=np.kron)
+    _gs = np.kron(np.zeros(_sa), np.zeros(_sb)).shape
+    spec("kron_grad_a", [A(_gs), A(_sa), A(_sb)], ref=ref_grad_a(np.kron))
+    spec("kron_grad_b", [A(_gs), A(_sa), A(_sb)], ref=ref_grad_b(np.kron))
+spec("cross", [A((4, 3)), A((3,))], ref=np.cross)
+spec("cross", [A((3, 2)), A((3, 1))], dict(axis=0), ref=np.cross)
+EINSUMS = [("ij,jk->ik", [(2, 3), (3, 4)]), ("ij,ij->", [(2, 3), (2, 3)]),
+           ("...ij,...jk->...ik", [(2, 2, 3), (3, 2)]), ("ii->i", [(3, 3)]),
+           ("ij->i", [(2, 3)]), ("i,j,k->ijk", [(2,), (3,), (2,)]), ("iij,j->ji", [(2, 2, 3), (3,)]),
+           ("ij,kj->ikj", [(2, 3), (1, 3)])]
+
+
+def ref_einsum(*ops, subscripts, optimize=False):
+    return np.einsum(subscripts, *ops)
+
+
+def ref_einsum_grad(g, *ops, subscripts, wrt, optimize=False):
+    def lin(e):
+        args = list(ops)
+        args[wrt] = e
+        return np.einsum(subscripts, *args)
+
+    return adjoint(lin, np.shape(ops[wrt]), g)
+
+
+for _sub, _shapes in EINSUMS:
+    spec("einsum", [A(s_) for s_ in _shapes], dict(subscripts=_sub), ref=ref_einsum)
+    _gs = np.einsum(_sub, *[np.zeros(s_) for s_ in _shapes]).shape
+    for _i in range(len(_shapes)):
+        spec("einsum_grad", [A(_gs)] + [A(s_) for s_ in _shapes],
+             dict(subscripts=_sub, wrt=_i), ref=ref_einsum_grad)
+
+
+# matrix functions
+def wellcond(rng, shape):
+    """Matrices away from singular: noise plus 3 on the diagonal."""
+    return rng.uniform(-1.0, 1.0, shape) + 3.0 * np.eye(shape[-1])
+
+
+def spd(rng, shape):
+    m = rng.uniform(-1.0, 1.0, shape)
+    return m @ np.swapaxes(m, -1, -2) + shape[-1] * np.eye(shape[-1])
+
+
+def symmetric(rng, shape):
+    """Symmetric with eigenvalues well apart (for eigh's eigenvectors)."""
+    m = rng.uniform(-0.5, 0.5, shape)
+    return m + np.swapaxes(m, -1, -2) + np.diag(np.arange(shape[-1]) * 2.0)
+
+
+def spread(rng, shape):
+    """Full-rank matrices with singular values well apart."""
+    u, _, vh = np.linalg.svd(rng.standard_normal(shape), full_matrices=False)
+    k = min(shape[-2:])
+    return (u * (1.0 + 1.5 * np.arange(k)[::-1])) @ vh
+
+
+for _s in ((3, 3), (2, 3, 3)):
+    spec("inv", [A(_s, wellcond)], ref=np.linalg.inv)
+    spec("det", [A(_s, wellcond)], ref=np.linalg.det)
+    spec("logabsdet", [A(_s, wellcond)], ref=lambda x: np.linalg.slogdet(x)[1])
+    spec("slogdet_sign", [A(_s, wellcond)], ref=lambda x: np.linalg.slogdet(x)[0])
+    spec("cholesky", [A(_s, spd)], ref=np.linalg.cholesky)
+    for _uplo in ("L", "U"):
+        spec("eigvalsh", [A(_s, symmetric)], dict(UPLO=_uplo), ref=np.linalg.eigvalsh)
+        spec("eigh_vectors", [A(_s, symmetric)], dict(UPLO=_uplo),
+             ref=lambda x, UPLO: np.linalg.eigh(x, UPLO=UPLO)[1])
+for _sa, _sb in (((3, 3), (3,)), ((3, 3), (3, 2)), ((2, 3, 3), (2, 3, 2)), ((2, 3, 3), (3, 1)),
+                 ((3, 3), (2, 3, 1))):
+    spec("solve", [A(_sa, wellcond), A(_sb)], ref=np.linalg.solve)
+for _s in ((3, 2), (2, 3), (3, 3), (2, 4, 3)):
+    spec("svdvals", [A(_s, spread)], ref=lambda x: np.linalg.svd(x, compute_uv=False))
+    spec("svd_u", [A(_s, spread)], ref=lambda x: np.linalg.svd(x, full_matrices=False)[0])
+    spec("svd_vh", [A(_s, spread)], ref=lambda x: np.linalg.svd(x, full_matrices=False)[2])
+    spec("pinv", [A(_s, spread)], ref=np.linalg.pinv)
+for _s in ((4, 3), (3, 3), (2, 4, 2)):
+    spec("qr_q", [A(_s, spread)], ref=lambda x: np.linalg.qr(x)[0])
+    spec("qr_r", [A(_s, spread)], ref=lambda x: np.linalg.qr(x)[1])
+
 DIFF_SPECS = [s for s in SPECS if s.grad and PRIMITIVES[s.prim].differentiable]
 
 

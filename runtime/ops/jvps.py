@@ -26,7 +26,7 @@ LINEAR = {
     "repeat_grad", "tile", "tile_grad", "roll", "cumsum",
     "nonzero_divisor",
 }
-MULTILINEAR_SUFFIX = ("matmul", "dot", "inner", "outer", "tensordot")
+MULTILINEAR_SUFFIX = ("matmul", "dot", "inner", "outer", "tensordot", "kron", "cross", "einsum")
 REDUCTIONS = {"prod", "max", "min", "var", "std", "logsumexp", "norm"}
 
 #: primitive name -> "elementwise" | "linear" | "multilinear" | "reduction"

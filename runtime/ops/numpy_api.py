@@ -987,3 +987,229 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
     if copy:
         out = [E.copy(o) for o in out]
     return tuple(out)
+
+
+# ---- linear algebra: products ------------------------------------------------------------------
+
+@spelling(numpy.kron)
+def kron(a, b):
+    return L.kron(a, b)
+
+
+@spelling(numpy.cross)
+def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    if axis is None:
+        if not axisa == axisb == axisc:
+            raise UnsupportedArgument("numpy.cross(): different axisa, axisb, axisc are not "
+                                      "supported; vectors along one axis (axis=) are")
+        axis = axisa
+    axis = _int_arg(axis, "numpy.cross", "axis")
+    return L.cross(a, b, axis=axis) if axis != -1 else L.cross(a, b)
+
+
+def _einsum_output(inputs: str) -> str:
+    """numpy's implicit output: '...' first, then the letters used once, sorted."""
+    letters = inputs.replace("...", "").replace(",", "")
+    once = sorted(c for c in set(letters) if letters.count(c) == 1)
+    return ("..." if "..." in inputs else "") + "".join(once)
+
+
+@spelling(numpy.einsum)
+def einsum(*operands, out=None, optimize=False, **kwargs):
+    _refuse("numpy.einsum", out=out)
+    if kwargs:
+        raise UnsupportedArgument(f"numpy.einsum(): {', '.join(sorted(kwargs))} not supported")
+    if not operands or not isinstance(operands[0], str):
+        raise UnsupportedArgument("numpy.einsum(): only the subscripts-string form "
+                                  "einsum('ij,jk->ik', a, b) is supported")
+    subscripts, ops = operands[0].replace(" ", ""), operands[1:]
+    if "->" not in subscripts:
+        subscripts = f"{subscripts}->{_einsum_output(subscripts)}"
+    ins = subscripts.split("->")[0].split(",")
+    if len(ins) != len(ops):
+        raise ValueError(f"numpy.einsum(): {len(ins)} operands in the subscripts, "
+                         f"{len(ops)} given")
+    if not any(_symbolic(o) for o in ops):
+        return numpy.einsum(subscripts, *ops, optimize=optimize)
+    params = {"subscripts": subscripts}
+    if optimize:
+        params["optimize"] = optimize if isinstance(optimize, (bool, str)) else True
+    return L.einsum(*ops, **params)
+
+
+# ---- linear algebra: matrix functions ------------------------------------------------------------
+
+_SLOGDET = type(numpy.linalg.slogdet(numpy.eye(1)))
+_EIGH = type(numpy.linalg.eigh(numpy.eye(1)))
+_SVD = type(numpy.linalg.svd(numpy.eye(1)))
+_QR = type(numpy.linalg.qr(numpy.eye(1)))
+
+
+@spelling(numpy.linalg.inv)
+def inv(a):
+    return L.inv(a)
+
+
+@spelling(numpy.linalg.det)
+def det(a):
+    return L.det(a)
+
+
+@spelling(numpy.linalg.slogdet)
+def slogdet(a):
+    return _SLOGDET(L.slogdet_sign(a), L.logabsdet(a))
+
+
+@spelling(numpy.linalg.solve)
+def solve(a, b):
+    return L.solve(a, b)
+
+
+@spelling(numpy.linalg.cholesky)
+def cholesky(a, /, *, upper=False):
+    if upper:  # U = L^T, reading the lower triangle as numpy does
+        return S.swapaxes(L.cholesky(a), axis1=-1, axis2=-2)
+    return L.cholesky(a)
+
+
+def _uplo(UPLO, fname):
+    if UPLO not in ("L", "U"):
+        raise ValueError(f"{fname}(): UPLO argument must be 'L' or 'U'")
+    return {} if UPLO == "L" else {"UPLO": "U"}
+
+
+@spelling(numpy.linalg.eigh)
+def eigh(a, UPLO="L"):
+    kw = _uplo(UPLO, "numpy.linalg.eigh")
+    return _EIGH(L.eigvalsh(a, **kw), L.eigh_vectors(a, **kw))
+
+
+@spelling(numpy.linalg.eigvalsh)
+def eigvalsh(a, UPLO="L"):
+    return L.eigvalsh(a, **_uplo(UPLO, "numpy.linalg.eigvalsh"))
+
+
+@spelling(numpy.linalg.svd)
+def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
+    if hermitian:
+        raise UnsupportedArgument("numpy.linalg.svd(): hermitian=True is not supported")
+    if not compute_uv:
+        return L.svdvals(a)
+    if full_matrices:
+        raise UnsupportedArgument(
+            "numpy.linalg.svd(): the gradient is defined for the reduced SVD only; pass "
+            "full_matrices=False (or compute_uv=False for the singular values)")
+    return _SVD(L.svd_u(a), L.svdvals(a), L.svd_vh(a))
+
+
+if hasattr(numpy.linalg, "svdvals"):
+    @spelling(numpy.linalg.svdvals)
+    def svdvals(x, /):
+        return L.svdvals(x)
+
+
+@spelling(numpy.linalg.qr)
+def qr(a, mode="reduced"):
+    if mode == "r":
+        return L.qr_r(a)
+    if mode != "reduced":
+        raise UnsupportedArgument(f"numpy.linalg.qr(): mode={mode!r} is not supported "
+                                  "('reduced' and 'r' are)")
+    return _QR(L.qr_q(a), L.qr_r(a))
+
+
+@spelling(numpy.linalg.pinv)
+def pinv(a, rcond=None, hermitian=False, *, rtol=None):
+    _refuse("numpy.linalg.pinv", rcond=rcond, rtol=rtol)
+    if hermitian:
+        raise UnsupportedArgument("numpy.linalg.pinv(): hermitian=True is not supported")
+    return L.pinv(a)
+
+
+@spelling(numpy.linalg.matrix_power)
+def matrix_power(a, n):
+    n = _int_arg(n, "numpy.linalg.matrix_power", "n")
+    if n == 0:  # the identity, of a's shape and dtype
+        eye = S.eye(S.getitem(S.shape(a), -1))
+        return S.cast_like(S.broadcast_to(eye, S.shape(a)), a)
+    if n < 0:
+        a, n = L.inv(a), -n
+    result, z = None, a
+    while True:  # binary powering, as numpy does
+        if n & 1:
+            result = z if result is None else L.matmul(result, z)
+        n >>= 1
+        if not n:
+            return result
+        z = L.matmul(z, z)
+
+
+@spelling(numpy.linalg.norm)
+def norm(x, ord=None, axis=None, keepdims=False):
+    keepdims = bool(keepdims)
+    if isinstance(axis, (list, tuple)) or axis is None:
+        axis = None if axis is None else tuple(_int_arg(a, "numpy.linalg.norm", "axis")
+                                               for a in axis)
+    else:
+        axis = _int_arg(axis, "numpy.linalg.norm", "axis")
+    if ord is None and (axis is None or isinstance(axis, int) or len(axis) <= 2):
+        return R.norm(x, axis=axis, keepdims=keepdims)  # 2-norm / Frobenius
+    if axis is None:
+        nd = _rank(x, "numpy.linalg.norm")
+        axis = (0,) if nd == 1 else (0, 1) if nd == 2 else None
+        if axis is None:
+            raise ValueError("Improper number of dimensions to norm.")
+    if isinstance(axis, int):
+        axis = (axis,)
+    if len(axis) == 1:
+        return _vector_norm(x, ord, axis[0], keepdims)
+    if len(axis) == 2:
+        return _matrix_norm(x, ord, axis, keepdims)
+    raise ValueError("Improper number of dimensions to norm.")
+
+
+def _vector_norm(x, ord, axis, keepdims):
+    if isinstance(ord, str):
+        raise ValueError(f"Invalid norm order '{ord}' for vectors")
+    red = dict(axis=axis, keepdims=keepdims)
+    if ord == numpy.inf:
+        return R.max(E.absolute(x), **red)
+    if ord == -numpy.inf:
+        return R.min(E.absolute(x), **red)
+    if ord == 0:  # the count of nonzero entries: no gradient
+        return R.sum(S.cast_like(E.not_equal(x, 0), E.multiply(x, 1.0)), **red)
+    if ord == 1:
+        return R.sum(E.absolute(x), **red)
+    if ord == 2:
+        return R.norm(x, **red)
+    return E.power(R.sum(E.power(E.absolute(x), ord), **red), 1.0 / ord)
+
+
+def _matrix_norm(x, ord, axis, keepdims):
+    row, col = axis
+    if (row < 0) != (col < 0):
+        nd = _rank(x, "numpy.linalg.norm")
+        row, col = row % nd, col % nd
+    if row == col:
+        raise ValueError("Duplicate axes given.")
+    if ord in (2, -2, "nuc"):
+        s = L.svdvals(S.moveaxis(x, source=(row, col), destination=(-2, -1)))
+        r = R.max(s, axis=-1) if ord == 2 else R.min(s, axis=-1) if ord == -2 else \
+            R.sum(s, axis=-1)
+    elif ord in (1, -1, numpy.inf, -numpy.inf):
+        # sum |x| over one axis, then the max (min) over the other, whose index shifts
+        # when the summed axis came before it
+        first, then = (row, col) if ord in (1, -1) else (col, row)
+        if then >= 0 and then > first:
+            then -= 1
+        elif then < 0 and then < first:
+            then += 1
+        sums = R.sum(E.absolute(x), axis=first)
+        r = R.max(sums, axis=then) if ord in (1, numpy.inf) else R.min(sums, axis=then)
+    elif ord == "fro":
+        r = R.norm(x, axis=(row, col))
+    else:
+        raise ValueError("Invalid norm order for matrices.")
+    if keepdims:
+        r = S.expand_dims(r, axis=(row, col))
+    return r
