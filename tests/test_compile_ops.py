@@ -538,6 +538,47 @@ def f_trace(x):
         np.sum(np.trace(np.stack([x, x * 2]), axis1=1, axis2=2) ** 2)
 
 
+def f_kron_cross(a, b):
+    return np.sum(np.kron(a, b) ** 2) + np.sum(np.kron(b, a[0]) * 3) + \
+        np.sum(np.cross(a[:, :3], b[:3]) ** 2) + np.sum(np.cross(a[:, :3], a[:, 1:], axis=1))
+
+
+def f_einsum(a, b):
+    return np.einsum("ij,j->", a, b) + np.sum(np.einsum("ij,kj->ik", a, a) ** 2) + \
+        np.sum(np.einsum("ii->i", a[:, :3]) ** 3) + np.einsum("ij,ij", a, a) + \
+        np.sum(np.einsum("...j,j->...", a, b) ** 2) + np.sum(np.einsum("i,j", b, b) ** 2)
+
+
+def f_matrix_functions(m, b):
+    s = m @ m.T + 4.0 * np.eye(4)
+    sign, logdet = np.linalg.slogdet(m)
+    return np.sum(np.linalg.inv(m) ** 2) + np.linalg.det(m) + logdet * sign + \
+        np.sum(np.linalg.solve(m, b) ** 2) + np.sum(np.linalg.cholesky(s) ** 2) + \
+        np.linalg.slogdet(s).logabsdet + np.sum(np.linalg.matrix_power(m, 3)) + \
+        np.sum(np.linalg.matrix_power(m, -1) * 2) + np.sum(np.linalg.matrix_power(m, 0) * m)
+
+
+def f_decompositions(m):
+    s = m + m.T + np.diag(np.arange(4.0) * 2)
+    w, v = np.linalg.eigh(s)
+    u, sv, vh = np.linalg.svd(m[:, :3], full_matrices=False)
+    q, r = np.linalg.qr(m[:, :3])
+    return np.sum(w ** 2) + np.sum(v[0] ** 2 * v[1]) + np.sum(np.linalg.eigvalsh(s) * 3) + \
+        np.sum(sv) + np.sum((u * u[0]) ** 2) + np.sum(vh[:, 0] ** 4) + \
+        np.sum(np.linalg.svd(m, compute_uv=False) ** 2) + np.sum(q[:, 0] * q[:, 1] ** 2) + \
+        np.sum(r ** 2) + np.sum(np.linalg.pinv(m[:, :3]) ** 2)
+
+
+def f_norms(x, v):
+    return np.linalg.norm(x) + np.sum(np.linalg.norm(x, axis=1) ** 2) + \
+        np.linalg.norm(v, ord=1, axis=0) + np.linalg.norm(v, ord=np.inf, axis=-1) + \
+        np.linalg.norm(v, 3, 0) + np.linalg.norm(v, ord=0, axis=0) * np.sum(v) + \
+        np.linalg.norm(x, "fro", (0, 1)) + np.linalg.norm(x, "nuc", (0, 1)) + \
+        np.linalg.norm(x, ord=2, axis=(0, 1)) + np.linalg.norm(x, ord=1, axis=(1, 0)) + \
+        np.linalg.norm(x, ord=-np.inf, axis=(-2, -1)) + \
+        np.sum(np.linalg.norm(x, axis=0, keepdims=True) * x)
+
+
 LINALG = [
     (f_matmul_1d, [Y4, real(4)], (0, 1)), (f_matmul_vec_mat, [Y4, M44], (0, 1)),
     (f_matmul_2d, [X34, real(4, 5)], (0, 1)), (f_matmul_batched, [B234, B245], (0, 1)),
@@ -545,7 +586,9 @@ LINALG = [
     (f_dot, [X34, Y4], (0, 1)), (f_inner_outer, [X34, Y4], (0, 1)),
     (f_tensordot, [B234, real(4, 5)], (0, 1)), (f_tensordot_unsorted, [B234, real(4, 3, 2)],
                                                 (0, 1)),
-    (f_trace, [M44]),
+    (f_trace, [M44]), (f_kron_cross, [X34, Y4], (0, 1)), (f_einsum, [X34, Y4], (0, 1)),
+    (f_matrix_functions, [M44 + 3 * np.eye(4), real(4, 2)], (0, 1)),
+    (f_decompositions, [M44]), (f_norms, [D34, distinct(4)], (0, 1)),
 ]
 
 
@@ -734,7 +777,7 @@ def test_grad_matches_tape_and_finite_differences(fn, args, wrt, tape, fd):
 #: differentiable primitives that user code does not spell: cotangent helpers the VJP rules
 #: use, and device copies
 NOT_SPELLED = {"sum_to", "scatter_add", "cast_like", "trace_transpose", "to_device", "diag_grad",
-               "diagonal_grad", "repeat_grad", "tile_grad"}
+               "diagonal_grad", "repeat_grad", "tile_grad", "einsum_grad"}
 
 
 def test_every_spelled_differentiable_primitive_is_covered():

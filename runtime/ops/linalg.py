@@ -311,10 +311,10 @@ def vjp_cross_b(g, out, a, b, axis=-1):
 
 
 cross = defop("cross", _cross, vjp_cross_a, vjp_cross_b, broadcasts=True,
-              spell=call("np.cross"), defaults=dict(axis=-1))
+              spell=call("cross"), defaults=dict(axis=-1))
 
 
-# ---- einsum (multilinear) -------------------------------------------------------------------------
+# ---- einsum (multilinear) --------------------------------------------------------------------
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -426,7 +426,8 @@ einsum_grad = defop("einsum_grad", _einsum_grad, vjp_einsum_grad, variadic=True,
 einsum_grad.jvp = jvp_einsum_grad
 
 
-# ---- matrix functions: inverse, determinants, solve, factorizations -------------------------------
+# ---- matrix functions: inverse, determinants, solve, factorizations --------------------------
+# (spelled with tuple indices, not numpy's named results, which cupy does not return)
 # Batched like numpy (the last two axes are the matrix). The rules are written with matmul,
 # inv and the other primitives, so second derivatives work. Conventions:
 # - det, slogdet and solve need an invertible matrix for their gradient (inv raises
@@ -517,11 +518,11 @@ det = defop("det", _det, vjp_det, reads_out=True, spell=call("np.linalg.det"),
             convention="needs an invertible matrix")
 det.jvp = jvp_det
 logabsdet = defop("logabsdet", _logabsdet, vjp_logabsdet,
-                  spell=lambda i, p, d: f"np.linalg.slogdet({i[0]}).logabsdet",
+                  spell=lambda i, p, d: f"np.linalg.slogdet({i[0]})[1]",
                   convention="needs an invertible matrix")
 logabsdet.jvp = jvp_logabsdet
 slogdet_sign = defop("slogdet_sign", _slogdet_sign, differentiable=False,
-                     spell=lambda i, p, d: f"np.linalg.slogdet({i[0]}).sign")
+                     spell=lambda i, p, d: f"np.linalg.slogdet({i[0]})[0]")
 
 
 def _solve(a, b):
@@ -555,8 +556,9 @@ def jvp_solve(tangents, out, a, b):
     return matmul(inv(a), rhs)
 
 
+# spelled by the helper (not np.linalg.solve): generated code keeps its check
 solve = defop("solve", _solve, vjp_solve_a, vjp_solve_b, reads_out=True,
-              spell=call("np.linalg.solve"), convention="needs an invertible matrix")
+              spell=call("solve"), convention="needs an invertible matrix")
 solve.jvp = jvp_solve
 
 
@@ -672,7 +674,7 @@ eigvalsh.jvp = jvp_eigvalsh
 eigh_vectors = defop("eigh_vectors", _eigh_vectors, vjp_eigh_vectors, reads_out=True,
                      spell=lambda i, p, d: f"np.linalg.eigh({i[0]}"
                      + (f", UPLO={p['UPLO']!r}" if p.get("UPLO", "L") != "L" else "")
-                     + ").eigenvectors", defaults=_UPLO,
+                     + ")[1]", defaults=_UPLO,
                      convention="distinct eigenvalues; reads one triangle")
 eigh_vectors.jvp = jvp_eigh_vectors
 
@@ -773,11 +775,11 @@ svdvals = defop("svdvals", _svdvals, vjp_svdvals, spell=lambda i, p, d:
                 f"np.linalg.svd({i[0]}, compute_uv=False)")
 svdvals.jvp = jvp_svdvals
 svd_u = defop("svd_u", _svd_u, vjp_svd_u, reads_out=True,
-              spell=lambda i, p, d: f"np.linalg.svd({i[0]}, full_matrices=False).U",
+              spell=lambda i, p, d: f"np.linalg.svd({i[0]}, full_matrices=False)[0]",
               convention="distinct nonzero singular values")
 svd_u.jvp = jvp_svd_u
 svd_vh = defop("svd_vh", _svd_vh, vjp_svd_vh, reads_out=True,
-               spell=lambda i, p, d: f"np.linalg.svd({i[0]}, full_matrices=False).Vh",
+               spell=lambda i, p, d: f"np.linalg.svd({i[0]}, full_matrices=False)[2]",
                convention="distinct nonzero singular values")
 svd_vh.jvp = jvp_svd_vh
 
@@ -844,11 +846,11 @@ def jvp_qr_r(tangents, out, x):
 
 
 qr_q = defop("qr_q", _qr_q, vjp_qr_q, reads_out=True,
-             spell=lambda i, p, d: f"np.linalg.qr({i[0]}).Q",
+             spell=call("qr_q"),
              convention="tall or square matrices of full rank")
 qr_q.jvp = jvp_qr_q
 qr_r = defop("qr_r", _qr_r, vjp_qr_r, reads_out=True,
-             spell=lambda i, p, d: f"np.linalg.qr({i[0]}).R",
+             spell=call("qr_r"),
              convention="tall or square matrices of full rank")
 qr_r.jvp = jvp_qr_r
 

@@ -358,15 +358,23 @@ def hstack(tup, dtype=None, casting=None):
     return S.concatenate(*arrs, axis=axis)
 
 
+_RANK_HINTS = {
+    "numpy.linalg.norm": "pass axis= (an int for a vector norm, a pair for a matrix norm)",
+    "numpy.rollaxis": "use a non-negative axis and start, or numpy.moveaxis",
+    "numpy.rot90": "give both axes with the same sign",
+}
+
+
 def _rank(a, fname):
     """The number of dimensions of `a`, which these adapters need as a Python int."""
     try:
         return builtins.len(S.shape(a))
     except Exception:  # the compiler's values: their rank is not known at compile time
+        hint = _RANK_HINTS.get(fname, "use numpy.concatenate or numpy.stack with an explicit "
+                                      "axis")
         raise UnsupportedArgument(
             f"{fname}() needs the number of dimensions of its arguments, which is only known "
-            "at run time here; use numpy.concatenate or numpy.stack with an explicit axis"
-        ) from None
+            f"at run time here; {hint}") from None
 
 
 @spelling(numpy.flip)
@@ -582,7 +590,7 @@ def diff(a, n=1, axis=-1, prepend=_NOTHING, append=_NOTHING):
     return a
 
 
-# ---- diagonals, triangles -------------------------------------------------------------------------
+# ---- diagonals, triangles ----------------------------------------------------------------------
 
 @spelling(numpy.diag)
 def diag(v, k=0):
@@ -610,7 +618,7 @@ def triu(m, k=0):
     return S.triu(m, k=k) if k else S.triu(m)
 
 
-# ---- repeats, tiles, pads, rolls, rotations ---------------------------------------------------------
+# ---- repeats, tiles, pads, rolls, rotations ----------------------------------------------------
 
 def _int_tuple(v, fname, what):
     """A constant int or sequence of ints as an int or a tuple of Python ints."""
@@ -722,7 +730,7 @@ def rot90(m, k=1, axes=(0, 1)):
     return S.flip(S.swapaxes(m, axis1=a0, axis2=a1), axis=a1)
 
 
-# ---- gathers ------------------------------------------------------------------------------------
+# ---- gathers -----------------------------------------------------------------------------------
 
 def _index_arg(indices):
     if isinstance(indices, (list, tuple)):
@@ -807,7 +815,7 @@ def select(condlist, choicelist, default=0):
     return out
 
 
-# ---- joining and splitting ------------------------------------------------------------------------
+# ---- joining and splitting ---------------------------------------------------------------------
 
 def _atleast(a, n):
     if not _symbolic(a):
@@ -892,7 +900,7 @@ def dsplit(ary, indices_or_sections):
     return _split(ary, indices_or_sections, 2, "numpy.dsplit", True, min_ndim=3)
 
 
-# ---- statistics with weights or NaNs ----------------------------------------------------------------
+# ---- statistics with weights or NaNs -----------------------------------------------------------
 
 @spelling(numpy.average)
 def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
@@ -933,7 +941,7 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, **kw):
     return E.divide(total, R.sum(keep, axis=_axis(axis), keepdims=bool(keepdims)))
 
 
-# ---- grids ----------------------------------------------------------------------------------------
+# ---- grids -------------------------------------------------------------------------------------
 
 @spelling(numpy.linspace)
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
@@ -1037,7 +1045,7 @@ def einsum(*operands, out=None, optimize=False, **kwargs):
     return L.einsum(*ops, **params)
 
 
-# ---- linear algebra: matrix functions ------------------------------------------------------------
+# ---- linear algebra: matrix functions ----------------------------------------------------------
 
 _SLOGDET = type(numpy.linalg.slogdet(numpy.eye(1)))
 _EIGH = type(numpy.linalg.eigh(numpy.eye(1)))
@@ -1067,8 +1075,8 @@ def solve(a, b):
 
 @spelling(numpy.linalg.cholesky)
 def cholesky(a, /, *, upper=False):
-    if upper:  # U = L^T, reading the lower triangle as numpy does
-        return S.swapaxes(L.cholesky(a), axis1=-1, axis2=-2)
+    if upper:  # numpy reads the upper triangle then: U = cholesky(a.T).T
+        return S.swapaxes(L.cholesky(S.swapaxes(a, axis1=-1, axis2=-2)), axis1=-1, axis2=-2)
     return L.cholesky(a)
 
 
