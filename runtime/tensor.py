@@ -177,6 +177,14 @@ class Tensor:
     def mT(self):
         return ATTRIBUTES["mT"](self)
 
+    @property
+    def real(self):
+        return ATTRIBUTES["real"](self)
+
+    @property
+    def imag(self):
+        return ATTRIBUTES["imag"](self)
+
     def item(self):
         return self.data.item()
 

@@ -48,13 +48,45 @@ CUDA = {
     "greater_equal": "{0} >= {1}", "equal": "{0} == {1}", "not_equal": "{0} != {1}",
     "logical_and": "{0} && {1}", "logical_or": "{0} || {1}", "logical_not": "!{0}",
     "isfinite": "isfinite({0})",
+    "arcsinh": "asinh({0})", "arccosh": "acosh({0})", "arctanh": "atanh({0})",
+    "log2": "log2({0})", "log10": "log10({0})", "exp2": "exp2({0})", "fabs": "fabs({0})",
+    "rint": "rint({0})", "round": "rint({0})", "copy": "{0}", "isnan": "isnan({0})",
+    "isinf": "isinf({0})", "arctan2": "atan2({0}, {1})", "hypot": "hypot({0}, {1})",
+    "fmax": "fmax({0}, {1})", "fmin": "fmin({0}, {1})",
+    "sinc": "({0} == (T)0 ? (T)1 : sin((T)3.141592653589793 * {0})"
+            " / ((T)3.141592653589793 * {0}))",
+    # numpy's forms: exact at ties, NaN when x - y is NaN (inf - inf)
+    "logaddexp": "({0} == {1} ? {0} + (T)0.6931471805599453 : ({0} > {1} ? "
+                 "{0} + log1p(exp({1} - {0})) : ({0} < {1} ? {1} + log1p(exp({0} - {1}))"
+                 " : {0} - {1})))",
+    "logaddexp2": "({0} == {1} ? {0} + (T)1 : ({0} > {1} ? "
+                  "{0} + log1p(exp2({1} - {0})) * (T)1.4426950408889634 : ({0} < {1} ? "
+                  "{1} + log1p(exp2({0} - {1})) * (T)1.4426950408889634 : {0} - {1})))",
+    # fused only with finite replacements given (see _fusible): numpy's defaults are the
+    # largest values of the dtype
+    "nan_to_num": "(isnan({0}) ? {nan} : ({0} == (T)INFINITY ? {posinf} : "
+                  "({0} == -(T)INFINITY ? {neginf} : {0})))",
 }
+
+
+def _params_fusible(e: Eqn) -> bool:
+    """Ops whose params the CUDA spelling covers only in part."""
+    name, params = e.prim.name, e.params
+    if name == "round":
+        return not params.get("decimals", 0)
+    if name == "nan_to_num":
+        vals = [params.get("nan", 0.0), params.get("posinf"), params.get("neginf")]
+        return all(isinstance(v, numbers.Real) and abs(float(v)) < float("inf")
+                   for v in vals)
+    return True
 
 
 def _fusible(e: Eqn) -> bool:
     if e.prim.name not in CUDA or not e.outs:
         return False
     if e.prim.name == "clip" and any(a is None for a in e.ins):
+        return False
+    if not _params_fusible(e):
         return False
     arrays = [a for a in e.ins if isinstance(a, Var)]
     return bool(arrays) and all(a.kind == "array" for a in arrays) and all(
@@ -127,7 +159,10 @@ def cuda_expr(e: Eqn, names: dict) -> str:
             return "(T)INFINITY" if f > 0 else "-(T)INFINITY"
         return f"(T)({f!r})"
 
-    return CUDA[e.prim.name].format(*[operand(a) for a in e.ins])
+    params = {"nan": 0.0} if e.prim.name == "nan_to_num" else {}
+    params.update(e.params)
+    return CUDA[e.prim.name].format(*[operand(a) for a in e.ins],
+                                    **{k: operand(v) for k, v in params.items()})
 
 
 def cuda_type(v: Var) -> str:

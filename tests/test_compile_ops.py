@@ -153,6 +153,47 @@ def f_tensor_methods(x):
     return np.sum(x.relu() * 2 + x.sigmoid() + x.softplus())
 
 
+def f_more_math(x):
+    return np.sum(np.arcsinh(x) + np.arccosh(x + 1.0) * 2 + np.arctanh(x / 3) + np.log2(x)
+                  * np.log10(x) + np.exp2(x) + np.sinc(x) + np.fabs(x) * x)
+
+
+def f_rounding(x):
+    """rint and round are piecewise constant: their gradient is 0 (x stays away from the
+    jumps)."""
+    return np.sum(np.rint(x) * x + np.round(x, 1) * x ** 2 + np.around(x) + x.round() * x)
+
+
+def f_two_argument_math(x, y):
+    return np.sum(np.arctan2(x, y) + np.hypot(x, y) * 2 + np.logaddexp(x, y) ** 2 +
+                  np.logaddexp2(y, x) + np.fmax(x, y) * x + np.fmin(x, 0.1))
+
+
+def f_angles(x):
+    return np.sum(np.deg2rad(x) + np.radians(x) ** 2 + np.rad2deg(x) * x + np.degrees(x))
+
+
+def f_nan_to_num(x):
+    """log of the negative entries is NaN, 1 / 0 is inf: nan_to_num replaces them, with
+    no gradient there."""
+    y = np.log(x)
+    z = 1.0 / np.where(x > 0.0, x, 0.0)
+    return np.sum(np.nan_to_num(z, posinf=3.0) * x + np.nan_to_num(y, nan=-1.0) * x
+                  + np.nan_to_num(x) ** 2)
+
+
+def f_real_parts(x):
+    """real, imag, conj of real arrays: x itself, zeros and a copy."""
+    return np.sum(np.real(x) * 2 + np.imag(x) + np.conj(x) * x + np.conjugate(x) + x.real
+                  + x.imag * x + x.conj() + np.copy(x) ** 2 + x.copy())
+
+
+def f_copy_then_update(x):
+    y = np.copy(x)
+    y += 1.0  # the copy changes, x does not
+    return np.sum(x * y)
+
+
 ELEMENTWISE = [
     (f_trig, [X34]), (f_hyperbolic, [X34]), (f_inverse_trig, [U34]), (f_exp_log, [P34]),
     (f_roots_powers, [P34]), (f_abs, [D34]), (f_sign, [D34]), (f_negative, [X34]),
@@ -171,6 +212,12 @@ ELEMENTWISE = [
                     np.array([1.02, -0.97, 0.98, 1.01])], (0, 1)),
     # numpy arrays have no .relu(): the tape (on Tensors) is the reference
     (f_tensor_methods, [D34], 0, True, False),
+    (f_more_math, [P34]), (f_two_argument_math, [D34, distinct(4) * 0.9], (0, 1)),
+    (f_angles, [X34]), (f_real_parts, [X34]), (f_copy_then_update, [X34]),
+    # halfway between tenths: away from every jump of rint and round(x, 1)
+    (f_rounding, [np.round(X34, 1) + 0.025]),
+    pytest.param(f_nan_to_num, [X34], marks=pytest.mark.filterwarnings(
+        "ignore:.*encountered:RuntimeWarning")),
 ]
 
 
@@ -305,6 +352,124 @@ def f_asarray(x):
     return np.sum(np.asarray(x) * 2) + np.sum(np.asarray(x, dtype=np.float64) ** 2)
 
 
+def f_scans(x):
+    return np.sum(np.cumsum(x) * np.arange(12.0)) + np.sum(np.cumsum(x, axis=1) ** 2) + \
+        np.sum(x.cumsum(axis=0) * x) + np.sum(np.cumprod(x, axis=1)) + \
+        np.sum(x.cumprod() ** 2 * 0.01)
+
+
+def f_diff(x):
+    return np.sum(np.diff(x) ** 2) + np.sum(np.diff(x, n=2, axis=0) * 3) + \
+        np.sum(np.diff(x, axis=0, prepend=0.5) ** 2) + np.sum(np.diff(x[0], append=x[1, :2]))
+
+
+def f_diagonals(x):
+    return np.sum(np.diag(x) ** 2) + np.sum(np.diag(x, k=1) * 3) + \
+        np.sum(np.diag(np.diag(x), k=-1)[1:, :4] @ x) + np.sum(np.diagonal(x, offset=-1) ** 3) + \
+        np.sum(x.diagonal() * np.arange(4.0)) + np.trace(x, offset=2)
+
+
+def f_triangles(x):
+    return np.sum(np.tril(x) ** 2) + np.sum(np.triu(x, k=1) * np.arange(4.0)) + \
+        np.sum(np.tril(x[0], k=-1) * x)
+
+
+def f_repeat_tile(x):
+    return np.sum(np.repeat(x, 2) * np.arange(24.0)) + np.sum(np.repeat(x, [2, 0, 1], axis=0)
+                                                           ** 2) + \
+        np.sum(x.repeat(3, axis=1) ** 3) + np.sum(np.tile(x, 2) ** 2) + \
+        np.sum(np.tile(x[0], (3, 1)) * np.arange(12.0).reshape(3, 4))
+
+
+def f_pad(x):
+    w = np.arange(30.0).reshape(5, 6)
+    return np.sum(np.pad(x, 1) * w) + np.sum(np.pad(x, ((0, 1), (2, 0)), constant_values=2.0)
+                                             ** 2) + \
+        np.sum(np.pad(x, 1, mode="reflect") * w) + np.sum(np.pad(x, (1, 2), mode="edge") ** 2) \
+        + np.sum(np.pad(x, 2, mode="wrap") ** 3) + np.sum(np.pad(x, 1, mode="symmetric") * w)
+
+
+def f_roll_rotate(x):
+    w = np.arange(12.0).reshape(3, 4)
+    return np.sum(np.roll(x, 1) * w) + np.sum(np.roll(x, (1, -2), axis=(0, 1)) * w) + \
+        np.sum(np.rot90(x) * w.T) + np.sum(np.rot90(x, 2) * w) + np.sum(np.rot90(x, -1) ** 3) \
+        + np.sum(np.fliplr(x) * np.flipud(x))
+
+
+def f_rollaxis(x):
+    return np.sum(np.rollaxis(x, 2)[0] ** 2) + np.sum(np.rollaxis(x, 1, 3)[..., 0] * 2) + \
+        np.sum(np.rollaxis(x, 0, 2)[0] ** 3)
+
+
+def f_take(x):
+    return np.sum(np.take(x, [0, 5, 5, 11]) ** 2) + np.sum(np.take(x, IDX, axis=0) * 3) + \
+        np.sum(x.take([1, -1], axis=1) ** 3)
+
+
+def f_sort(x):
+    s = np.sort(x)
+    order = np.argsort(x, axis=0)
+    return np.sum(s * np.arange(4.0)) + np.sum(np.sort(x, axis=0)[0] ** 2) + \
+        np.sum(np.sort(x, axis=None) * np.arange(12.0)) + \
+        np.sum(np.take_along_axis(x, order, axis=0) * np.arange(12.0).reshape(3, 4)) + \
+        np.sum(x[np.argmax(x, axis=0), np.arange(4)] ** 2) + x.ravel()[np.argmin(x)]
+
+
+def f_select(x):
+    return np.sum(np.select([x > 0.5, x < -0.5], [x ** 2, -x], default=0.1 * x))
+
+
+def f_joining(x, y):
+    return np.sum(np.vstack([x, y]) ** 2) + np.sum(np.dstack([x, x * 2]) ** 2) + \
+        np.sum(np.column_stack([y, x.T]) * 3) + np.sum(np.append(x, y) ** 2) + \
+        np.sum(np.append(x, x, axis=1) ** 3) + np.sum(np.atleast_2d(y) * np.atleast_3d(x)[0])
+
+
+def f_atleast(x):
+    a = np.atleast_1d(np.sum(x))
+    b, c = np.atleast_2d(x[0], x)
+    return np.sum(a ** 2) + np.sum(b * 3) + np.sum(c ** 2) + np.sum(np.atleast_3d(x[0]) ** 3)
+
+
+def f_splits(x):
+    a, b = np.split(x, 2, axis=1)
+    c = np.array_split(x, 3, axis=1)
+    d = np.split(x, [1, 2])
+    e, f = np.hsplit(x, 2)
+    g = np.vsplit(x, [2])
+    return np.sum(a * b) + np.sum(c[0] ** 2) + np.sum(c[2] * 3) + np.sum(d[1] ** 2) + \
+        np.sum(e - f ** 2) + np.sum(g[0] ** 3)
+
+
+def f_average(x, w):
+    return np.average(x) + np.sum(np.average(x, axis=0) ** 2) + \
+        np.sum(np.average(x, axis=1, weights=w) ** 2) + np.average(x, weights=x * x + 1) + \
+        np.sum(np.average(x, axis=1, weights=w, keepdims=True) * x)
+
+
+def f_nan_reductions(x):
+    y = np.where(x > 1.0, np.nan, x)
+    return np.nansum(y) + np.sum(np.nansum(y, axis=0) ** 2) + np.sum(np.nanmean(y, axis=1) ** 2)\
+        + np.nanmean(y)
+
+
+def f_linspace(x):
+    t = np.linspace(0.0, 1.0, 4)
+    s = np.linspace(x[0, 0], x[0, 1], 5)
+    r = np.linspace(x[0], x[1], 3)
+    return np.sum(x * t) + np.sum(s ** 2) + np.sum(r ** 2 * np.arange(3.0)[:, None])
+
+
+def f_meshgrid(x, y):
+    a, b = np.meshgrid(x, y)
+    c, d = np.meshgrid(x, y, indexing="ij", sparse=True)
+    return np.sum(a * b ** 2) + np.sum(c * d)
+
+
+def f_full_like(x):
+    return np.sum(np.full_like(x, 2.0) * x) + np.sum(np.full_like(x, x[0, 0]) * x)
+
+
 SHAPES = [
     (f_transpose, [X34]), (f_transpose_axes, [B234]), (f_reshape, [X34]), (f_ravel, [X34]),
     (f_axes_moves, [B234]), (f_expand_squeeze, [X34]), (f_broadcast_to, [real(3, 1)]),
@@ -316,6 +481,14 @@ SHAPES = [
     (f_asarray, [X34], 0, False),
     # a float32 round trip is below the resolution of finite differences: the tape only
     (f_astype_float32, [X34], 0, True, False),
+    (f_scans, [X34 / 2]), (f_diff, [X34]), (f_diagonals, [M44]), (f_triangles, [M44]),
+    (f_repeat_tile, [X34]), (f_pad, [X34]), (f_roll_rotate, [X34]), (f_rollaxis, [B234]),
+    (f_take, [X34]), (f_sort, [D34]), (f_select, [D34]), (f_joining, [X34, Y4], (0, 1)),
+    (f_atleast, [X34]), (f_splits, [real(4, 4)]), (f_average, [X34, pos(4)], (0, 1)),
+    (f_nan_reductions, [X34]), (f_meshgrid, [Y4, V3], (0, 1)),
+    # np.linspace and np.full_like of run-time values: numpy gives Tensors no hook for
+    # them, so the tape cannot follow; finite differences only
+    (f_linspace, [X34], 0, False), (f_full_like, [X34], 0, False),
 ]
 
 
@@ -365,6 +538,47 @@ def f_trace(x):
         np.sum(np.trace(np.stack([x, x * 2]), axis1=1, axis2=2) ** 2)
 
 
+def f_kron_cross(a, b):
+    return np.sum(np.kron(a, b) ** 2) + np.sum(np.kron(b, a[0]) * 3) + \
+        np.sum(np.cross(a[:, :3], b[:3]) ** 2) + np.sum(np.cross(a[:, :3], a[:, 1:], axis=1))
+
+
+def f_einsum(a, b):
+    return np.einsum("ij,j->", a, b) + np.sum(np.einsum("ij,kj->ik", a, a) ** 2) + \
+        np.sum(np.einsum("ii->i", a[:, :3]) ** 3) + np.einsum("ij,ij", a, a) + \
+        np.sum(np.einsum("...j,j->...", a, b) ** 2) + np.sum(np.einsum("i,j", b, b) ** 2)
+
+
+def f_matrix_functions(m, b):
+    s = m @ m.T + 4.0 * np.eye(4)
+    sign, logdet = np.linalg.slogdet(m)
+    return np.sum(np.linalg.inv(m) ** 2) + np.linalg.det(m) + logdet * sign + \
+        np.sum(np.linalg.solve(m, b) ** 2) + np.sum(np.linalg.cholesky(s) ** 2) + \
+        np.linalg.slogdet(s).logabsdet + np.sum(np.linalg.matrix_power(m, 3)) + \
+        np.sum(np.linalg.matrix_power(m, -1) * 2) + np.sum(np.linalg.matrix_power(m, 0) * m)
+
+
+def f_decompositions(m):
+    s = m + m.T + np.diag(np.arange(4.0) * 2)
+    w, v = np.linalg.eigh(s)
+    u, sv, vh = np.linalg.svd(m[:, :3], full_matrices=False)
+    q, r = np.linalg.qr(m[:, :3])
+    return np.sum(w ** 2) + np.sum(v[0] ** 2 * v[1]) + np.sum(np.linalg.eigvalsh(s) * 3) + \
+        np.sum(sv) + np.sum((u * u[0]) ** 2) + np.sum(vh[:, 0] ** 4) + \
+        np.sum(np.linalg.svd(m, compute_uv=False) ** 2) + np.sum(q[:, 0] * q[:, 1] ** 2) + \
+        np.sum(r ** 2) + np.sum(np.linalg.pinv(m[:, :3]) ** 2)
+
+
+def f_norms(x, v):
+    return np.linalg.norm(x) + np.sum(np.linalg.norm(x, axis=1) ** 2) + \
+        np.linalg.norm(v, ord=1, axis=0) + np.linalg.norm(v, ord=np.inf, axis=-1) + \
+        np.linalg.norm(v, 3, 0) + np.linalg.norm(v, ord=0, axis=0) * np.sum(v) + \
+        np.linalg.norm(x, "fro", (0, 1)) + np.linalg.norm(x, "nuc", (0, 1)) + \
+        np.linalg.norm(x, ord=2, axis=(0, 1)) + np.linalg.norm(x, ord=1, axis=(1, 0)) + \
+        np.linalg.norm(x, ord=-np.inf, axis=(-2, -1)) + \
+        np.sum(np.linalg.norm(x, axis=0, keepdims=True) * x)
+
+
 LINALG = [
     (f_matmul_1d, [Y4, real(4)], (0, 1)), (f_matmul_vec_mat, [Y4, M44], (0, 1)),
     (f_matmul_2d, [X34, real(4, 5)], (0, 1)), (f_matmul_batched, [B234, B245], (0, 1)),
@@ -372,7 +586,9 @@ LINALG = [
     (f_dot, [X34, Y4], (0, 1)), (f_inner_outer, [X34, Y4], (0, 1)),
     (f_tensordot, [B234, real(4, 5)], (0, 1)), (f_tensordot_unsorted, [B234, real(4, 3, 2)],
                                                 (0, 1)),
-    (f_trace, [M44]),
+    (f_trace, [M44]), (f_kron_cross, [X34, Y4], (0, 1)), (f_einsum, [X34, Y4], (0, 1)),
+    (f_matrix_functions, [M44 + 3 * np.eye(4), real(4, 2)], (0, 1)),
+    (f_decompositions, [M44]), (f_norms, [D34, distinct(4)], (0, 1)),
 ]
 
 
@@ -560,7 +776,8 @@ def test_grad_matches_tape_and_finite_differences(fn, args, wrt, tape, fd):
 
 #: differentiable primitives that user code does not spell: cotangent helpers the VJP rules
 #: use, and device copies
-NOT_SPELLED = {"sum_to", "scatter_add", "cast_like", "trace_transpose", "to_device"}
+NOT_SPELLED = {"sum_to", "scatter_add", "cast_like", "trace_transpose", "to_device", "diag_grad",
+               "diagonal_grad", "repeat_grad", "tile_grad", "einsum_grad"}
 
 
 def test_every_spelled_differentiable_primitive_is_covered():

@@ -217,8 +217,8 @@ def calls_math_gamma(x):
     return math.gamma(x)  # E:gamma
 
 
-def calls_cumsum(x):
-    return np.sum(np.cumsum(x))  # E:cumsum
+def calls_convolve(x):
+    return np.sum(np.convolve(x, x))  # E:convolve
 
 
 def calls_c_builtin(x):
@@ -230,16 +230,16 @@ def calls_undefined(x):
 
 
 def calls_unknown_method(x):
-    return np.sum(x.cumprod())  # E:method
+    return np.sum(x.searchsorted(x))  # E:method
 
 
 UNKNOWN = [
     (calls_fft, "fft", "np.fft.fft", "numpy.fft.fft"),
     (calls_math_gamma, "gamma", "math.gamma", "math.gamma"),
-    (calls_cumsum, "cumsum", "np.cumsum", "cumsum"),
+    (calls_convolve, "convolve", "np.convolve", "convolve"),
     (calls_c_builtin, "hash", "hash", "hash"),
     (calls_undefined, "undefined", "not_defined_anywhere", "not_defined_anywhere"),
-    (calls_unknown_method, "method", "x.cumprod", "cumprod"),
+    (calls_unknown_method, "method", "x.searchsorted", "searchsorted"),
 ]
 
 
@@ -370,14 +370,23 @@ def test_static_value_needed_points_at_the_line():
     assert re.search(r"compile time|run time", info.value.msg)
 
 
-def uses_vstack(x):
-    return np.sum(np.vstack([x, x]))  # E:vstack
+def uses_hstack(x):
+    return np.sum(np.hstack([x, x]))  # E:hstack
+
+
+def uses_norm_ord(x):
+    return np.linalg.norm(x, ord=1)  # E:norm
 
 
 def test_numpy_function_that_needs_ranks_explains_itself():
-    # np.vstack needs the number of dimensions of its arguments, which generated code
+    # np.hstack needs the number of dimensions of its arguments, which generated code
     # (shape-polymorphic) does not fix at compile time
     with pytest.raises(SrcgradError) as info:
-        srcgrad.grad(uses_vstack, cache=False)(np.ones(3))
-    check_location(info.value, "vstack", "np.vstack", SrcgradError)
-    assert "numpy.vstack" in info.value.msg and "concatenate" in info.value.msg
+        srcgrad.grad(uses_hstack, cache=False)(np.ones(3))
+    check_location(info.value, "hstack", "np.hstack", SrcgradError)
+    assert "numpy.hstack" in info.value.msg and "concatenate" in info.value.msg
+    # np.linalg.norm with an order and no axis: a vector or a matrix norm by rank
+    with pytest.raises(SrcgradError) as info:
+        srcgrad.grad(uses_norm_ord, cache=False)(np.ones(3))
+    check_location(info.value, "norm", "np.linalg.norm", SrcgradError)
+    assert "numpy.linalg.norm" in info.value.msg and "axis=" in info.value.msg

@@ -126,6 +126,12 @@ KINKS = [
     ("clip", [np.array([-1.0, 0.0, 1.0, 2.0]), -1.0, 1.0], {}),
     ("power", [np.array([0.0, 1.0, 2.0]), np.array([2.0, 0.0, 1.5])], {}),
     ("sqrt", [np.array([1e-3, 1.0])], {}),
+    ("hypot", [np.array([0.0, 3.0]), np.array([0.0, 4.0])], {}),
+    ("arctan2", [np.array([0.0, 1.0]), np.array([0.0, -2.0])], {}),
+    ("sinc", [np.array([0.0, 0.5])], {}),
+    ("fmax", [np.array([1.0, np.nan, 2.0, np.nan]), np.array([1.0, 0.5, np.nan, np.nan])], {}),
+    ("fmin", [np.array([1.0, np.nan, 2.0]), np.array([1.0, 0.5, np.nan])], {}),
+    ("nan_to_num", [np.array([np.nan, np.inf, -np.inf, 1.5])], {}),
 ]
 
 

@@ -484,8 +484,8 @@ def test_an_unmodified_numpy_function_on_tensors_matches_finite_differences():
 
 def test_unsupported_numpy_functions_raise_type_error_naming_them():
     x = tensor([1.0, 2.0], requires_grad=True)
-    with pytest.raises(TypeError, match=r"numpy\.cumsum"):
-        np.cumsum(x)
+    with pytest.raises(TypeError, match=r"numpy\.convolve"):
+        np.convolve(x, x)
     with pytest.raises(TypeError, match=r"numpy\.fft\.fft\b"):
         np.fft.fft(x)
     with pytest.raises(TypeError, match=r"numpy\.add\.reduce"):

@@ -8,9 +8,16 @@ Conventions where a derivative is undefined (PyTorch's documented choices):
 - d(x**y): at x == 0 the x-derivative is 0 where y == 0 and the y-derivative is 0
   (the limit of x**y * log(x)); for x < 0, log(x) is nan like numpy
 - log of a negative number is nan, as numpy gives it
+- hypot and arctan2 have gradient 0 at the origin (where both inputs are 0)
+- fmax/fmin: like maximum/minimum at ties; a NaN operand passes the gradient to the other
+  (where both are NaN neither gets one)
+- sinc'(0) = 0; its rule's own derivative at exactly 0 is 0 (not -pi**2 / 3)
+- nan_to_num passes the gradient where x is finite, 0 where it replaced a value
+- round, rint (like floor and sign) have a zero gradient everywhere
 """
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy
@@ -24,7 +31,9 @@ __all__ = [
     "arcsin", "arccos", "arctan", "absolute", "sign", "maximum", "minimum", "where", "clip",
     "relu", "sigmoid", "softplus", "less", "less_equal", "greater", "greater_equal", "equal",
     "not_equal", "logical_and", "logical_or", "logical_not", "isfinite", "remainder", "fmod",
-    "floor_divide", "floor", "ceil", "trunc",
+    "floor_divide", "floor", "ceil", "trunc", "arcsinh", "arccosh", "arctanh", "arctan2",
+    "hypot", "log2", "log10", "exp2", "logaddexp", "logaddexp2", "sinc", "fabs", "rint",
+    "round_", "fmax", "fmin", "nan_to_num", "copy", "isnan", "isinf",
 ]
 
 
@@ -321,6 +330,163 @@ clip = defop("clip", _clip, vjp_clip_x, vjp_clip_lo, vjp_clip_hi, broadcasts=Tru
              convention="on a bound the gradient goes to x")
 
 
+# ---- more math functions ----------------------------------------------------------------------
+
+_LN2 = math.log(2.0)
+_LN10 = math.log(10.0)
+
+
+def vjp_arcsinh(g, out, x):
+    return divide(g, sqrt(add(square(x), 1.0)))
+
+
+def vjp_arccosh(g, out, x):
+    return divide(g, sqrt(subtract(square(x), 1.0)))
+
+
+def vjp_arctanh(g, out, x):
+    return divide(g, subtract(1.0, square(x)))
+
+
+def vjp_log2(g, out, x):
+    return divide(g, multiply(x, _LN2))
+
+
+def vjp_log10(g, out, x):
+    return divide(g, multiply(x, _LN10))
+
+
+def vjp_exp2(g, out, x):
+    return multiply(g, multiply(out, _LN2))
+
+
+def _safe_ratio(g, num, den):
+    """g * num / den, and 0 where den == 0 (the denominator made safe as well, so that
+    0/0 reaches neither the rule nor its derivative)."""
+    zero = equal(den, 0)
+    return where(zero, 0.0, divide(multiply(g, num), where(zero, 1.0, den)))
+
+
+def vjp_arctan2_y(g, out, y, x):
+    return _safe_ratio(g, x, add(square(x), square(y)))
+
+
+def vjp_arctan2_x(g, out, y, x):
+    return _safe_ratio(g, negative(y), add(square(x), square(y)))
+
+
+def vjp_hypot_x(g, out, x, y):
+    return _safe_ratio(g, x, out)
+
+
+def vjp_hypot_y(g, out, x, y):
+    return _safe_ratio(g, y, out)
+
+
+def vjp_logaddexp_x(g, out, x, y):
+    return multiply(g, exp(subtract(x, out)))
+
+
+def vjp_logaddexp_y(g, out, x, y):
+    return multiply(g, exp(subtract(y, out)))
+
+
+def vjp_logaddexp2_x(g, out, x, y):
+    return multiply(g, exp2(subtract(x, out)))
+
+
+def vjp_logaddexp2_y(g, out, x, y):
+    return multiply(g, exp2(subtract(y, out)))
+
+
+def vjp_sinc(g, out, x):
+    # d/dx sin(pi x) / (pi x) = (cos(pi x) - sinc(x)) / x, and 0 at x == 0
+    return _safe_ratio(g, subtract(cos(multiply(x, math.pi)), out), x)
+
+
+def _number(v) -> bool:
+    """A Python number that is not NaN (the common constant operand: no mask needed)."""
+    return isinstance(v, numbers.Real) and v == v
+
+
+def _nan_passes(winner, x, y):
+    """`winner`, or where only the other operand `x` is NaN: fmax/fmin's choice of y."""
+    if _number(x):
+        return winner
+    other = isnan(x) if _number(y) else logical_and(isnan(x), logical_not(isnan(y)))
+    return logical_or(winner, other)
+
+
+def _tie_split(g, x, y, wins):
+    return where(wins, g, where(equal(x, y), multiply(g, 0.5), 0.0))
+
+
+def vjp_fmax_x(g, out, x, y):
+    return _tie_split(g, x, y, _nan_passes(greater(x, y), y, x))
+
+
+def vjp_fmax_y(g, out, x, y):
+    return _tie_split(g, x, y, _nan_passes(less(x, y), x, y))
+
+
+def vjp_fmin_x(g, out, x, y):
+    return _tie_split(g, x, y, _nan_passes(less(x, y), y, x))
+
+
+def vjp_fmin_y(g, out, x, y):
+    return _tie_split(g, x, y, _nan_passes(greater(x, y), x, y))
+
+
+def vjp_nan_to_num(g, out, x, nan=0.0, posinf=None, neginf=None):
+    return where(isfinite(x), g, 0.0)
+
+
+def vjp_copy(g, out, x):
+    return g
+
+
+def _round(x, decimals=0):
+    return get_xp(x).round(x, decimals=decimals)
+
+
+def _nan_to_num(x, nan=0.0, posinf=None, neginf=None):
+    return get_xp(x).nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf)
+
+
+def _copy(x):
+    return get_xp(x).array(x, copy=True)
+
+
+arcsinh = _unary("arcsinh", vjp_arcsinh)
+arccosh = _unary("arccosh", vjp_arccosh)
+arctanh = _unary("arctanh", vjp_arctanh)
+log2 = _unary("log2", vjp_log2)
+log10 = _unary("log10", vjp_log10)
+exp2 = _unary("exp2", vjp_exp2, reads_inputs=False, reads_out=True)
+sinc = _unary("sinc", vjp_sinc, reads_out=True, convention="sinc'(0) = 0")
+fabs = _unary("fabs", vjp_absolute, convention="fabs'(0) = 0")
+rint = _unary("rint", None, zero_grad=True, convention="zero gradient everywhere")
+round_ = defop("round", _round, None, zero_grad=True, elementwise=True,
+               spell=call("np.round"), defaults=dict(decimals=0),
+               convention="zero gradient everywhere")
+nan_to_num = defop("nan_to_num", _nan_to_num, vjp_nan_to_num, elementwise=True,
+                   spell=call("np.nan_to_num"),
+                   defaults=dict(nan=0.0, posinf=None, neginf=None),
+                   convention="the gradient passes where x is finite, 0 elsewhere")
+copy = defop("copy", _copy, vjp_copy, elementwise=True, reads_inputs=False,
+             spell=call("np.copy"), doc="a new array with x's values")
+arctan2 = _binary("arctan2", vjp_arctan2_y, vjp_arctan2_x,
+                  convention="gradient 0 at the origin")
+hypot = _binary("hypot", vjp_hypot_x, vjp_hypot_y, reads_out=True,
+                convention="gradient 0 at the origin")
+logaddexp = _binary("logaddexp", vjp_logaddexp_x, vjp_logaddexp_y, reads_out=True)
+logaddexp2 = _binary("logaddexp2", vjp_logaddexp2_x, vjp_logaddexp2_y, reads_out=True)
+fmax = _binary("fmax", vjp_fmax_x, vjp_fmax_y,
+               convention="ties split the gradient 0.5 / 0.5; NaN passes it to the other")
+fmin = _binary("fmin", vjp_fmin_x, vjp_fmin_y,
+               convention="ties split the gradient 0.5 / 0.5; NaN passes it to the other")
+
+
 # ---- comparisons and logic: boolean outputs, no gradient ------------------------------------
 
 def _predicate(name, spell):
@@ -338,3 +504,5 @@ logical_and = _predicate("logical_and", "np.logical_and")
 logical_or = _predicate("logical_or", "np.logical_or")
 logical_not = _predicate("logical_not", "np.logical_not")
 isfinite = _predicate("isfinite", "np.isfinite")
+isnan = _predicate("isnan", "np.isnan")
+isinf = _predicate("isinf", "np.isinf")

@@ -22,9 +22,12 @@ LINEAR = {
     "negative", "reshape", "transpose", "swapaxes", "moveaxis", "expand_dims", "squeeze",
     "broadcast_to", "sum_to", "concatenate", "stack", "flip", "getitem", "scatter_add",
     "cast_like", "astype", "sum", "mean", "trace", "trace_transpose", "to_device", "to_float",
+    "copy", "diag", "diag_grad", "diagonal", "diagonal_grad", "tril", "triu", "repeat",
+    "repeat_grad", "tile", "tile_grad", "roll", "cumsum",
+    "nonzero_divisor",
 }
-MULTILINEAR_SUFFIX = ("matmul", "dot", "inner", "outer", "tensordot")
-REDUCTIONS = {"prod", "max", "min", "var", "std", "logsumexp"}
+MULTILINEAR_SUFFIX = ("matmul", "dot", "inner", "outer", "tensordot", "kron", "cross", "einsum")
+REDUCTIONS = {"prod", "max", "min", "var", "std", "logsumexp", "norm"}
 
 #: primitive name -> "elementwise" | "linear" | "multilinear" | "reduction"
 JVP_KIND: dict = {}

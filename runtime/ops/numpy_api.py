@@ -74,6 +74,11 @@ _UFUNCS = {
     numpy.logical_not: E.logical_not, numpy.isfinite: E.isfinite, numpy.matmul: L.matmul,
     numpy.remainder: E.remainder, numpy.fmod: E.fmod, numpy.floor_divide: E.floor_divide,
     numpy.floor: E.floor, numpy.ceil: E.ceil, numpy.trunc: E.trunc,
+    numpy.arcsinh: E.arcsinh, numpy.arccosh: E.arccosh, numpy.arctanh: E.arctanh,
+    numpy.arctan2: E.arctan2, numpy.hypot: E.hypot, numpy.log2: E.log2, numpy.log10: E.log10,
+    numpy.exp2: E.exp2, numpy.logaddexp: E.logaddexp, numpy.logaddexp2: E.logaddexp2,
+    numpy.fabs: E.fabs, numpy.rint: E.rint, numpy.fmax: E.fmax, numpy.fmin: E.fmin,
+    numpy.isnan: E.isnan, numpy.isinf: E.isinf,
 }
 #: ufunc -> primitive, for `__array_ufunc__`
 UFUNCS = dict(_UFUNCS)
@@ -96,6 +101,87 @@ for _uf, _prim in _UFUNCS.items():
 
 # numpy.abs is numpy.absolute, numpy.divide is numpy.true_divide, numpy.mod is
 # numpy.remainder: same objects, already in.
+
+
+def _scaled(factor):
+    def scale(x):
+        return E.multiply(x, factor)
+
+    return scale
+
+
+# ufuncs that are a product with a constant (numpy computes them the same way)
+for _uf, _fn in ((numpy.deg2rad, _scaled(numpy.pi / 180.0)),
+                 (numpy.radians, _scaled(numpy.pi / 180.0)),
+                 (numpy.rad2deg, _scaled(180.0 / numpy.pi)),
+                 (numpy.degrees, _scaled(180.0 / numpy.pi))):
+    NUMPY[_uf] = _ufunc_adapter(_uf, _fn)
+
+
+def _is_complex(a) -> bool:
+    return getattr(getattr(a, "dtype", None), "kind", "") == "c" or isinstance(a, complex)
+
+
+def _refuse_complex(fname, a):
+    if _is_complex(a):
+        raise UnsupportedArgument(f"{fname}(): complex arrays are not supported (srcgrad "
+                                  "differentiates real functions)")
+
+
+@spelling(numpy.real)
+def real(val):
+    """The real part: the array itself for real input (numpy returns a view of it)."""
+    _refuse_complex("numpy.real", val)
+    return val if _symbolic(val) else numpy.real(val)
+
+
+@spelling(numpy.imag)
+def imag(val):
+    """The imaginary part: zeros for real input, with no gradient."""
+    _refuse_complex("numpy.imag", val)
+    return S.zeros_like(val) if _symbolic(val) else numpy.imag(val)
+
+
+def _conjugate(x):
+    _refuse_complex("numpy.conjugate", x)
+    return E.copy(x)  # real input: a new array with the same values, as numpy gives
+
+
+NUMPY[numpy.conjugate] = _ufunc_adapter(numpy.conjugate, _conjugate)
+METHODS["conj"] = METHODS["conjugate"] = _conjugate
+ATTRIBUTES["real"] = real
+ATTRIBUTES["imag"] = imag
+
+
+@spelling(numpy.round, numpy.around, method="round")
+def round_(a, decimals=0, out=None):
+    _refuse("numpy.round", out=out)
+    return E.round_(a, decimals=decimals) if decimals else E.round_(a)
+
+
+@spelling(numpy.sinc)
+def sinc(x):
+    return E.sinc(x)
+
+
+@spelling(numpy.nan_to_num)
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    if not copy:
+        raise UnsupportedArgument("numpy.nan_to_num(): copy=False (an update in place) is not "
+                                  "supported; use the returned array")
+    params = {}
+    if nan != 0.0:
+        params["nan"] = float(nan)
+    if posinf is not None:
+        params["posinf"] = float(posinf)
+    if neginf is not None:
+        params["neginf"] = float(neginf)
+    return E.nan_to_num(x, **params)
+
+
+@spelling(numpy.copy, method="copy")
+def copy(a, order="K", subok=False):
+    return E.copy(a)
 
 
 @spelling(numpy.where)
@@ -261,7 +347,7 @@ def stack(arrays, axis=0, out=None, dtype=None, casting=None):
 @spelling(numpy.vstack)
 def vstack(tup, dtype=None, casting=None):
     _refuse("numpy.vstack", dtype=dtype, casting=casting)
-    return S.concatenate(*[_atleast_2d(a) for a in tup], axis=0)
+    return S.concatenate(*[_atleast(a, 2) for a in tup], axis=0)
 
 
 @spelling(numpy.hstack)
@@ -272,24 +358,23 @@ def hstack(tup, dtype=None, casting=None):
     return S.concatenate(*arrs, axis=axis)
 
 
+_RANK_HINTS = {
+    "numpy.linalg.norm": "pass axis= (an int for a vector norm, a pair for a matrix norm)",
+    "numpy.rollaxis": "use a non-negative axis and start, or numpy.moveaxis",
+    "numpy.rot90": "give both axes with the same sign",
+}
+
+
 def _rank(a, fname):
     """The number of dimensions of `a`, which these adapters need as a Python int."""
     try:
         return builtins.len(S.shape(a))
     except Exception:  # the compiler's values: their rank is not known at compile time
+        hint = _RANK_HINTS.get(fname, "use numpy.concatenate or numpy.stack with an explicit "
+                                      "axis")
         raise UnsupportedArgument(
             f"{fname}() needs the number of dimensions of its arguments, which is only known "
-            "at run time here; use numpy.concatenate or numpy.stack with an explicit axis"
-        ) from None
-
-
-def _atleast_2d(a):
-    nd = _rank(a, "numpy.vstack")
-    if nd == 0:
-        return S.reshape(a, (1, 1))
-    if nd == 1:
-        return S.expand_dims(a, axis=0)
-    return a
+            f"at run time here; {hint}") from None
 
 
 @spelling(numpy.flip)
@@ -367,9 +452,11 @@ def ones_like(a, dtype=None, **kw):
 
 
 @spelling(numpy.full_like)
-def full_like(a, fill_value, dtype=None, **kw):
+def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, **kw):
+    _refuse("numpy.full_like", shape=shape)
     r = E.add(S.zeros_like(a), fill_value)
-    return r if dtype is None else S.astype(r, _dtype_name(dtype))
+    # numpy casts the fill value to a's dtype (full_like(int array, 2.5) holds 2s)
+    return S.cast_like(r, a) if dtype is None else S.astype(r, _dtype_name(dtype))
 
 
 def _dt(dtype):
@@ -444,3 +531,693 @@ def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     _refuse("numpy.trace", dtype=dtype, out=out)
     return L.trace(a, offset=offset, axis1=axis1, axis2=axis2)
 
+
+
+# ---- scans, differences ------------------------------------------------------------------------
+
+def _scan(prim, fname):
+    def adapter(a, axis=None, dtype=None, out=None):
+        _refuse(fname, dtype=dtype, out=out)
+        if axis is None:  # numpy's: the flattened array
+            return prim(S.reshape(a, (-1,)), axis=0)
+        return prim(a, axis=_int_arg(axis, fname, "axis"))
+
+    adapter.__name__ = prim.name
+    return adapter
+
+
+spelling(numpy.cumsum, method="cumsum")(_scan(R.cumsum, "numpy.cumsum"))
+spelling(numpy.cumprod, method="cumprod")(_scan(R.cumprod, "numpy.cumprod"))
+
+
+def _int_arg(v, fname, what):
+    if isinstance(v, (bool, numpy.bool_)) or not isinstance(v, (int, numpy.integer)):
+        raise UnsupportedArgument(f"{fname}(): {what}= must be an integer, got {v!r:.40}")
+    return int(v)
+
+
+def _along(axis, part):
+    """An index that applies `part` to axis `axis` and keeps the others (any rank)."""
+    if axis < 0:
+        return (Ellipsis, part) + (slice(None),) * (-axis - 1)
+    return (slice(None),) * axis + (part,)
+
+
+_NOTHING = object()
+
+
+@spelling(numpy.diff)
+def diff(a, n=1, axis=-1, prepend=_NOTHING, append=_NOTHING):
+    n = _int_arg(n, "numpy.diff", "n")
+    axis = _int_arg(axis, "numpy.diff", "axis")
+    if n < 0:
+        raise ValueError(f"order must be non-negative but got {n!r}")
+    if n == 0:
+        return a
+    parts = []
+    for v in (prepend, a, append):
+        if v is _NOTHING:
+            continue
+        if v is not a and isinstance(v, (int, float)) or (
+                isinstance(v, numpy.ndarray) and v.ndim == 0):
+            v = S.broadcast_to(v, S.replace_dim(S.shape(a), axis, 1))
+        parts.append(v)
+    if len(parts) > 1:
+        a = S.concatenate(*parts, axis=axis)
+    for _ in range(n):
+        a = E.subtract(S.getitem(a, _along(axis, slice(1, None))),
+                       S.getitem(a, _along(axis, slice(None, -1))))
+    return a
+
+
+# ---- diagonals, triangles ----------------------------------------------------------------------
+
+@spelling(numpy.diag)
+def diag(v, k=0):
+    k = _int_arg(k, "numpy.diag", "k")
+    return S.diag(v, k=k) if k else S.diag(v)
+
+
+@spelling(numpy.diagonal, method="diagonal")
+def diagonal(a, offset=0, axis1=0, axis2=1):
+    params = {k: _int_arg(v, "numpy.diagonal", k) for k, v in
+              (("offset", offset), ("axis1", axis1), ("axis2", axis2))
+              if v != {"offset": 0, "axis1": 0, "axis2": 1}[k]}
+    return S.diagonal(a, **params)
+
+
+@spelling(numpy.tril)
+def tril(m, k=0):
+    k = _int_arg(k, "numpy.tril", "k")
+    return S.tril(m, k=k) if k else S.tril(m)
+
+
+@spelling(numpy.triu)
+def triu(m, k=0):
+    k = _int_arg(k, "numpy.triu", "k")
+    return S.triu(m, k=k) if k else S.triu(m)
+
+
+# ---- repeats, tiles, pads, rolls, rotations ----------------------------------------------------
+
+def _int_tuple(v, fname, what):
+    """A constant int or sequence of ints as an int or a tuple of Python ints."""
+    if _symbolic(v):
+        raise UnsupportedArgument(f"{fname}(): {what} must be known when the function is "
+                                  "compiled (a constant), not an array computed at run time")
+    if isinstance(v, (int, numpy.integer)) and not isinstance(v, (bool, numpy.bool_)):
+        return int(v)
+    arr = numpy.asarray(v)
+    if arr.dtype.kind not in "iu" and arr.size:
+        raise UnsupportedArgument(f"{fname}(): {what} must be integers, got {v!r:.40}")
+    if arr.ndim == 0:
+        return int(arr)
+    return tuple(int(x) for x in arr.reshape(-1)) if arr.ndim == 1 else \
+        tuple(tuple(int(x) for x in row) for row in arr.reshape(arr.shape[0], -1))
+
+
+@spelling(numpy.repeat, method="repeat")
+def repeat(a, repeats, axis=None):
+    r = _int_tuple(repeats, "numpy.repeat", "repeats")
+    if isinstance(r, tuple) and r and isinstance(r[0], tuple):
+        raise ValueError("repeats must be an int or a 1-D sequence")
+    if axis is None:
+        return S.repeat(S.reshape(a, (-1,)), repeats=r, axis=0)
+    return S.repeat(a, repeats=r, axis=_int_arg(axis, "numpy.repeat", "axis"))
+
+
+@spelling(numpy.tile)
+def tile(A, reps):
+    return S.tile(A, reps=_int_tuple(reps, "numpy.tile", "reps"))
+
+
+_GATHER_MODES = ("edge", "reflect", "symmetric", "wrap")
+
+
+@spelling(numpy.pad)
+def pad(array, pad_width, mode="constant", **kwargs):
+    pw = _int_tuple(pad_width, "numpy.pad", "pad_width")
+    if isinstance(pw, tuple) and pw and not isinstance(pw[0], tuple):
+        pw = (pw,)  # (before, after) for every axis
+    if mode == "constant":
+        extra = set(kwargs) - {"constant_values"}
+        if extra:
+            raise UnsupportedArgument(f"numpy.pad(): {', '.join(sorted(extra))} not supported "
+                                      "in mode 'constant'")
+        cv = kwargs.get("constant_values", 0)
+        if _symbolic(cv) or not isinstance(cv, (int, float, numpy.integer, numpy.floating)):
+            raise UnsupportedArgument("numpy.pad(): constant_values must be one constant "
+                                      "number here (not per-axis values or an array)")
+        params = {"constant_values": cv.item() if hasattr(cv, "item") else cv} if cv else {}
+        return S.pad(array, pad_width=pw, **params)
+    if mode in _GATHER_MODES:
+        if kwargs and not (mode in ("reflect", "symmetric") and
+                           kwargs == {"reflect_type": "even"}):
+            raise UnsupportedArgument(f"numpy.pad(): {', '.join(sorted(kwargs))} not "
+                                      f"supported in mode {mode!r}")
+        return S.getitem(array, S.pad_gather_index(S.shape(array), pw, mode))
+    raise UnsupportedArgument(f"numpy.pad(): mode {mode!r} is not supported (constant, "
+                              f"{', '.join(_GATHER_MODES)} are)")
+
+
+@spelling(numpy.roll)
+def roll(a, shift, axis=None):
+    shift = _int_tuple(shift, "numpy.roll", "shift")
+    if axis is not None:
+        axis = _int_tuple(axis, "numpy.roll", "axis")
+    elif isinstance(shift, tuple):
+        raise UnsupportedArgument("numpy.roll(): several shifts need an axis for each")
+    return S.roll(a, shift=shift, axis=axis) if axis is not None else S.roll(a, shift=shift)
+
+
+@spelling(numpy.rollaxis)
+def rollaxis(a, axis, start=0):
+    axis = _int_arg(axis, "numpy.rollaxis", "axis")
+    start = _int_arg(start, "numpy.rollaxis", "start")
+    if axis < 0 or start < 0:
+        n = _rank(a, "numpy.rollaxis")
+        if not -n <= axis < n:
+            raise ValueError(f"axis {axis} is out of bounds for array of dimension {n}")
+        if not -n <= start <= n:
+            raise ValueError(f"'start' arg requires {-n} <= start < {n + 1}, but {start} "
+                             "was passed in")
+        axis, start = axis % n, (start + n if start < 0 else start)
+    if axis < start:
+        start -= 1
+    if axis == start:
+        return a
+    return S.moveaxis(a, source=axis, destination=start)
+
+
+@spelling(numpy.rot90)
+def rot90(m, k=1, axes=(0, 1)):
+    axes = tuple(_int_tuple(axes, "numpy.rot90", "axes"))
+    if len(axes) != 2:
+        raise ValueError("len(axes) must be 2.")
+    a0, a1 = axes
+    if (a0 < 0) != (a1 < 0):  # equal axes (0 and -2 of a matrix) are numpy's error
+        n = _rank(m, "numpy.rot90")
+        a0, a1 = a0 % n, a1 % n
+    if a0 == a1:
+        raise ValueError("Axes must be different.")
+    k = _int_arg(k, "numpy.rot90", "k") % 4
+    if k == 0:
+        return m
+    if k == 2:
+        return S.flip(S.flip(m, axis=a0), axis=a1)
+    if k == 1:
+        return S.swapaxes(S.flip(m, axis=a1), axis1=a0, axis2=a1)
+    return S.flip(S.swapaxes(m, axis1=a0, axis2=a1), axis=a1)
+
+
+# ---- gathers -----------------------------------------------------------------------------------
+
+def _index_arg(indices):
+    if isinstance(indices, (list, tuple)):
+        return numpy.asarray(indices)
+    return indices
+
+
+@spelling(numpy.take, method="take")
+def take(a, indices, axis=None, out=None, mode="raise"):
+    _refuse("numpy.take", out=out)
+    if mode != "raise":
+        raise UnsupportedArgument(f"numpy.take(): mode={mode!r} is not supported (only "
+                                  "'raise', numpy's default)")
+    indices = _index_arg(indices)
+    if axis is None:
+        return S.getitem(S.reshape(a, (-1,)), indices)
+    return S.getitem(a, _along(_int_arg(axis, "numpy.take", "axis"), indices))
+
+
+@spelling(numpy.take_along_axis)
+def take_along_axis(arr, indices, axis=-1):
+    indices = _index_arg(indices)
+    if axis is None:
+        return S.getitem(S.reshape(arr, (-1,)), indices)
+    axis = _int_arg(axis, "numpy.take_along_axis", "axis")
+    return S.getitem(arr, S.along_axis_index(S.shape(arr), indices, axis))
+
+
+@spelling(numpy.argsort, method="argsort")
+def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
+    _refuse("numpy.argsort", order=order)
+    kind = _sort_kind(kind, stable)
+    if axis is None:
+        return S.argsort(S.reshape(a, (-1,)), axis=0, **kind)
+    return S.argsort(a, axis=_int_arg(axis, "numpy.argsort", "axis"), **kind)
+
+
+def _sort_kind(kind, stable):
+    if stable:
+        return {"kind": "stable"}
+    return {"kind": kind} if kind is not None else {}
+
+
+@spelling(numpy.sort)
+def sort(a, axis=-1, kind=None, order=None, *, stable=None):
+    """The sorted values: x gathered by argsort, so the gradient follows the permutation
+    (between equal values, the one argsort puts first gets the first slot's gradient)."""
+    _refuse("numpy.sort", order=order)
+    if axis is None:
+        a, axis = S.reshape(a, (-1,)), 0
+    axis = _int_arg(axis, "numpy.sort", "axis")
+    perm = S.argsort(a, axis=axis, **_sort_kind(kind, stable))
+    return S.getitem(a, S.along_axis_index(S.shape(a), perm, axis))
+
+
+def _arg_reduction(prim, fname):
+    def adapter(a, axis=None, out=None, *, keepdims=False):
+        _refuse(fname, out=out)
+        params = {}
+        if axis is not None:
+            params["axis"] = _int_arg(axis, fname, "axis")
+        if keepdims:
+            params["keepdims"] = True
+        return prim(a, **params)
+
+    return adapter
+
+
+spelling(numpy.argmax, method="argmax")(_arg_reduction(S.argmax, "numpy.argmax"))
+spelling(numpy.argmin, method="argmin")(_arg_reduction(S.argmin, "numpy.argmin"))
+
+
+@spelling(numpy.select)
+def select(condlist, choicelist, default=0):
+    if len(condlist) != len(choicelist):
+        raise ValueError("list of cases must be same length as list of conditions")
+    if not condlist:
+        raise ValueError("select with an empty condition list is not possible")
+    out = default
+    for c, v in zip(reversed(list(condlist)), reversed(list(choicelist))):
+        out = E.where(c, v, out)  # the first condition that holds wins
+    return out
+
+
+# ---- joining and splitting ---------------------------------------------------------------------
+
+def _atleast(a, n):
+    if not _symbolic(a):
+        return (numpy.atleast_1d, numpy.atleast_2d, numpy.atleast_3d)[n - 1](a)
+    return S.reshape(a, S.atleast_shape(S.shape(a), n))
+
+
+def _atleast_adapter(n):
+    def adapter(*arys):
+        res = tuple(_atleast(a, n) for a in arys)
+        return res[0] if len(res) == 1 else res
+
+    adapter.__name__ = f"atleast_{n}d"
+    return adapter
+
+
+spelling(numpy.atleast_1d)(_atleast_adapter(1))
+spelling(numpy.atleast_2d)(_atleast_adapter(2))
+spelling(numpy.atleast_3d)(_atleast_adapter(3))
+
+
+@spelling(numpy.dstack)
+def dstack(tup):
+    return S.concatenate(*[_atleast(a, 3) for a in tup], axis=2)
+
+
+@spelling(numpy.column_stack)
+def column_stack(tup):
+    return S.concatenate(*[S.reshape(a, S.column_shape(S.shape(a))) if _symbolic(a) else
+                           numpy.asarray(a).reshape(S.column_shape(numpy.shape(a)))
+                           for a in tup], axis=1)
+
+
+@spelling(numpy.append)
+def append(arr, values, axis=None):
+    if axis is None:
+        return S.concatenate(S.reshape(arr, (-1,)), S.reshape(values, (-1,)), axis=0)
+    return S.concatenate(arr, values, axis=_int_arg(axis, "numpy.append", "axis"))
+
+
+def _sections(v, fname):
+    s = _int_tuple(v, fname, "indices_or_sections")
+    if isinstance(s, tuple) and s and isinstance(s[0], tuple):
+        raise ValueError(f"{fname}(): indices must be a 1-D sequence")
+    return s
+
+
+def _split(ary, sections, axis, fname, equal, min_ndim=0):
+    sections = _sections(sections, fname)
+    if axis != "h":
+        axis = _int_arg(axis, fname, "axis")
+    count = sections if isinstance(sections, int) else len(sections) + 1
+    if isinstance(sections, int) and sections <= 0:
+        raise ValueError("number sections must be larger than 0.")
+    checked = S.split_check(S.shape(ary), sections, axis, equal=equal, min_ndim=min_ndim,
+                            fname=fname.split(".")[-1])
+    return [S.getitem(ary, S.split_index(checked, sections, axis, i)) for i in range(count)]
+
+
+@spelling(numpy.split)
+def split(ary, indices_or_sections, axis=0):
+    return _split(ary, indices_or_sections, axis, "numpy.split", True)
+
+
+@spelling(numpy.array_split)
+def array_split(ary, indices_or_sections, axis=0):
+    return _split(ary, indices_or_sections, axis, "numpy.array_split", False)
+
+
+@spelling(numpy.hsplit)
+def hsplit(ary, indices_or_sections):
+    return _split(ary, indices_or_sections, "h", "numpy.hsplit", True)
+
+
+@spelling(numpy.vsplit)
+def vsplit(ary, indices_or_sections):
+    return _split(ary, indices_or_sections, 0, "numpy.vsplit", True, min_ndim=2)
+
+
+@spelling(numpy.dsplit)
+def dsplit(ary, indices_or_sections):
+    return _split(ary, indices_or_sections, 2, "numpy.dsplit", True, min_ndim=3)
+
+
+# ---- statistics with weights or NaNs -----------------------------------------------------------
+
+@spelling(numpy.average)
+def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
+    axis = _axis(axis)
+    keepdims = bool(keepdims)
+    if weights is None:
+        avg = R.mean(a, axis=axis, keepdims=keepdims)
+        if not returned:
+            return avg
+        return avg, E.multiply(R.reduced_size(a, axis=axis), 1.0)
+    w = S.reshape(weights, S.weights_shape(S.shape(a), S.shape(weights), axis))
+    # numpy sums the weights broadcast to a's shape, and refuses a zero sum
+    scl = S.nonzero_divisor(R.sum(S.broadcast_to(w, S.shape(a)), axis=axis,
+                                  keepdims=keepdims))
+    avg = E.divide(R.sum(E.multiply(a, w), axis=axis, keepdims=keepdims), scl)
+    if not returned:
+        return avg
+    return avg, E.copy(S.broadcast_to(scl, S.shape(avg)))
+
+
+def _nan_reduction_args(fname, dtype, out, kw):
+    _refuse(fname, dtype=dtype, out=out)
+    if kw.get("initial") is not None or kw.get("where") not in (None, True):
+        raise UnsupportedArgument(f"{fname}(): initial= and where= are not supported")
+
+
+@spelling(numpy.nansum)
+def nansum(a, axis=None, dtype=None, out=None, keepdims=False, **kw):
+    _nan_reduction_args("numpy.nansum", dtype, out, kw)
+    return R.sum(E.where(E.isnan(a), 0, a), axis=_axis(axis), keepdims=bool(keepdims))
+
+
+@spelling(numpy.nanmean)
+def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, **kw):
+    _nan_reduction_args("numpy.nanmean", dtype, out, kw)
+    keep = E.logical_not(E.isnan(a))
+    total = R.sum(E.where(keep, a, 0), axis=_axis(axis), keepdims=bool(keepdims))
+    return E.divide(total, R.sum(keep, axis=_axis(axis), keepdims=bool(keepdims)))
+
+
+# ---- grids -------------------------------------------------------------------------------------
+
+@spelling(numpy.linspace)
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
+             device=None):
+    _refuse("numpy.linspace", device=device)
+    num = _int_arg(num, "numpy.linspace", "num")
+    axis = _int_arg(axis, "numpy.linspace", "axis")
+    if num < 0:
+        raise ValueError(f"Number of samples, {num}, must be non-negative.")
+    div = (num - 1) if endpoint else num
+    if not (_symbolic(start) or _symbolic(stop)):
+        y = S.linspace(start, stop, num=num, endpoint=bool(endpoint), axis=axis)
+        if dtype is not None:
+            y = S.astype(y, _dtype_name(dtype))
+        if retstep:
+            return y, (numpy.divide(numpy.subtract(stop, start), div) if div > 0 else
+                       numpy.nan)
+        return y
+    # differentiable in start and stop: numpy's own arithmetic, with the samples on a new
+    # last axis (no rank needed) that then moves to `axis`
+    delta = E.subtract(stop, start)
+    t = numpy.arange(num, dtype=numpy.float64)
+    step = E.divide(delta, div) if div > 0 else None
+    y = E.multiply(S.expand_dims(step if step is not None else delta, axis=-1), t)
+    y = E.add(y, S.expand_dims(start, axis=-1))
+    if endpoint and num > 1:
+        last = numpy.arange(num) == num - 1
+        y = E.where(last, S.expand_dims(S.broadcast_to(stop, S.shape(delta)), axis=-1), y)
+    if axis != -1:
+        y = S.moveaxis(y, source=-1, destination=axis)
+    if dtype is not None:
+        y = S.astype(y, _dtype_name(dtype))
+    if retstep:
+        return y, (step if step is not None else numpy.nan)
+    return y
+
+
+@spelling(numpy.meshgrid)
+def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
+    if indexing not in ("xy", "ij"):
+        raise ValueError("Valid values for `indexing` are 'xy' and 'ij'.")
+    nd = len(xi)
+    shapes = [(1,) * i + (-1,) + (1,) * (nd - i - 1) for i in range(nd)]
+    if indexing == "xy" and nd > 1:
+        shapes[0] = (1, -1) + (1,) * (nd - 2)
+        shapes[1] = (-1, 1) + (1,) * (nd - 2)
+    out = [S.reshape(x, s) for x, s in zip(xi, shapes)]
+    if not sparse:
+        full = S.broadcast_shapes(*[S.shape(o) for o in out])
+        out = [S.broadcast_to(o, full) for o in out]
+    if copy:
+        out = [E.copy(o) for o in out]
+    return tuple(out)
+
+
+# ---- linear algebra: products ------------------------------------------------------------------
+
+@spelling(numpy.kron)
+def kron(a, b):
+    return L.kron(a, b)
+
+
+@spelling(numpy.cross)
+def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    if axis is None:
+        if not axisa == axisb == axisc:
+            raise UnsupportedArgument("numpy.cross(): different axisa, axisb, axisc are not "
+                                      "supported; vectors along one axis (axis=) are")
+        axis = axisa
+    axis = _int_arg(axis, "numpy.cross", "axis")
+    return L.cross(a, b, axis=axis) if axis != -1 else L.cross(a, b)
+
+
+def _einsum_output(inputs: str) -> str:
+    """numpy's implicit output: '...' first, then the letters used once, sorted."""
+    letters = inputs.replace("...", "").replace(",", "")
+    once = sorted(c for c in set(letters) if letters.count(c) == 1)
+    return ("..." if "..." in inputs else "") + "".join(once)
+
+
+@spelling(numpy.einsum)
+def einsum(*operands, out=None, optimize=False, **kwargs):
+    _refuse("numpy.einsum", out=out)
+    if kwargs:
+        raise UnsupportedArgument(f"numpy.einsum(): {', '.join(sorted(kwargs))} not supported")
+    if not operands or not isinstance(operands[0], str):
+        raise UnsupportedArgument("numpy.einsum(): only the subscripts-string form "
+                                  "einsum('ij,jk->ik', a, b) is supported")
+    subscripts, ops = operands[0].replace(" ", ""), operands[1:]
+    if "->" not in subscripts:
+        subscripts = f"{subscripts}->{_einsum_output(subscripts)}"
+    ins = subscripts.split("->")[0].split(",")
+    if len(ins) != len(ops):
+        raise ValueError(f"numpy.einsum(): {len(ins)} operands in the subscripts, "
+                         f"{len(ops)} given")
+    if not any(_symbolic(o) for o in ops):
+        return numpy.einsum(subscripts, *ops, optimize=optimize)
+    params = {"subscripts": subscripts}
+    if optimize:
+        params["optimize"] = optimize if isinstance(optimize, (bool, str)) else True
+    return L.einsum(*ops, **params)
+
+
+# ---- linear algebra: matrix functions ----------------------------------------------------------
+
+_SLOGDET = type(numpy.linalg.slogdet(numpy.eye(1)))
+_EIGH = type(numpy.linalg.eigh(numpy.eye(1)))
+_SVD = type(numpy.linalg.svd(numpy.eye(1)))
+_QR = type(numpy.linalg.qr(numpy.eye(1)))
+
+
+@spelling(numpy.linalg.inv)
+def inv(a):
+    return L.inv(a)
+
+
+@spelling(numpy.linalg.det)
+def det(a):
+    return L.det(a)
+
+
+@spelling(numpy.linalg.slogdet)
+def slogdet(a):
+    return _SLOGDET(L.slogdet_sign(a), L.logabsdet(a))
+
+
+@spelling(numpy.linalg.solve)
+def solve(a, b):
+    return L.solve(a, b)
+
+
+@spelling(numpy.linalg.cholesky)
+def cholesky(a, /, *, upper=False):
+    if upper:  # numpy reads the upper triangle then: U = cholesky(a.T).T
+        return S.swapaxes(L.cholesky(S.swapaxes(a, axis1=-1, axis2=-2)), axis1=-1, axis2=-2)
+    return L.cholesky(a)
+
+
+def _uplo(UPLO, fname):
+    if UPLO not in ("L", "U"):
+        raise ValueError(f"{fname}(): UPLO argument must be 'L' or 'U'")
+    return {} if UPLO == "L" else {"UPLO": "U"}
+
+
+@spelling(numpy.linalg.eigh)
+def eigh(a, UPLO="L"):
+    kw = _uplo(UPLO, "numpy.linalg.eigh")
+    return _EIGH(L.eigvalsh(a, **kw), L.eigh_vectors(a, **kw))
+
+
+@spelling(numpy.linalg.eigvalsh)
+def eigvalsh(a, UPLO="L"):
+    return L.eigvalsh(a, **_uplo(UPLO, "numpy.linalg.eigvalsh"))
+
+
+@spelling(numpy.linalg.svd)
+def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
+    if hermitian:
+        raise UnsupportedArgument("numpy.linalg.svd(): hermitian=True is not supported")
+    if not compute_uv:
+        return L.svdvals(a)
+    if full_matrices:
+        raise UnsupportedArgument(
+            "numpy.linalg.svd(): the gradient is defined for the reduced SVD only; pass "
+            "full_matrices=False (or compute_uv=False for the singular values)")
+    return _SVD(L.svd_u(a), L.svdvals(a), L.svd_vh(a))
+
+
+if hasattr(numpy.linalg, "svdvals"):
+    @spelling(numpy.linalg.svdvals)
+    def svdvals(x, /):
+        return L.svdvals(x)
+
+
+@spelling(numpy.linalg.qr)
+def qr(a, mode="reduced"):
+    if mode == "r":
+        return L.qr_r(a)
+    if mode != "reduced":
+        raise UnsupportedArgument(f"numpy.linalg.qr(): mode={mode!r} is not supported "
+                                  "('reduced' and 'r' are)")
+    return _QR(L.qr_q(a), L.qr_r(a))
+
+
+@spelling(numpy.linalg.pinv)
+def pinv(a, rcond=None, hermitian=False, *, rtol=None):
+    _refuse("numpy.linalg.pinv", rcond=rcond, rtol=rtol)
+    if hermitian:
+        raise UnsupportedArgument("numpy.linalg.pinv(): hermitian=True is not supported")
+    return L.pinv(a)
+
+
+@spelling(numpy.linalg.matrix_power)
+def matrix_power(a, n):
+    n = _int_arg(n, "numpy.linalg.matrix_power", "n")
+    if n == 0:  # the identity, of a's shape and dtype
+        eye = S.eye(S.getitem(S.shape(a), -1))
+        return S.cast_like(S.broadcast_to(eye, S.shape(a)), a)
+    if n < 0:
+        a, n = L.inv(a), -n
+    result, z = None, a
+    while True:  # binary powering, as numpy does
+        if n & 1:
+            result = z if result is None else L.matmul(result, z)
+        n >>= 1
+        if not n:
+            return result
+        z = L.matmul(z, z)
+
+
+@spelling(numpy.linalg.norm)
+def norm(x, ord=None, axis=None, keepdims=False):
+    keepdims = bool(keepdims)
+    if isinstance(axis, (list, tuple)) or axis is None:
+        axis = None if axis is None else tuple(_int_arg(a, "numpy.linalg.norm", "axis")
+                                               for a in axis)
+    else:
+        axis = _int_arg(axis, "numpy.linalg.norm", "axis")
+    if ord is None and (axis is None or isinstance(axis, int) or len(axis) <= 2):
+        return R.norm(x, axis=axis, keepdims=keepdims)  # 2-norm / Frobenius
+    if axis is None:
+        nd = _rank(x, "numpy.linalg.norm")
+        axis = (0,) if nd == 1 else (0, 1) if nd == 2 else None
+        if axis is None:
+            raise ValueError("Improper number of dimensions to norm.")
+    if isinstance(axis, int):
+        axis = (axis,)
+    if len(axis) == 1:
+        return _vector_norm(x, ord, axis[0], keepdims)
+    if len(axis) == 2:
+        return _matrix_norm(x, ord, axis, keepdims)
+    raise ValueError("Improper number of dimensions to norm.")
+
+
+def _vector_norm(x, ord, axis, keepdims):
+    if isinstance(ord, str):
+        raise ValueError(f"Invalid norm order '{ord}' for vectors")
+    red = dict(axis=axis, keepdims=keepdims)
+    if ord == numpy.inf:
+        return R.max(E.absolute(x), **red)
+    if ord == -numpy.inf:
+        return R.min(E.absolute(x), **red)
+    if ord == 0:  # the count of nonzero entries: no gradient
+        return R.sum(S.cast_like(E.not_equal(x, 0), E.multiply(x, 1.0)), **red)
+    if ord == 1:
+        return R.sum(E.absolute(x), **red)
+    if ord == 2:
+        return R.norm(x, **red)
+    return E.power(R.sum(E.power(E.absolute(x), ord), **red), 1.0 / ord)
+
+
+def _matrix_norm(x, ord, axis, keepdims):
+    row, col = axis
+    if (row < 0) != (col < 0):
+        nd = _rank(x, "numpy.linalg.norm")
+        row, col = row % nd, col % nd
+    if row == col:
+        raise ValueError("Duplicate axes given.")
+    if ord in (2, -2, "nuc"):
+        s = L.svdvals(S.moveaxis(x, source=(row, col), destination=(-2, -1)))
+        r = R.max(s, axis=-1) if ord == 2 else R.min(s, axis=-1) if ord == -2 else \
+            R.sum(s, axis=-1)
+    elif ord in (1, -1, numpy.inf, -numpy.inf):
+        # sum |x| over one axis, then the max (min) over the other, whose index shifts
+        # when the summed axis came before it
+        first, then = (row, col) if ord in (1, -1) else (col, row)
+        if then >= 0 and then > first:
+            then -= 1
+        elif then < 0 and then < first:
+            then += 1
+        sums = R.sum(E.absolute(x), axis=first)
+        r = R.max(sums, axis=then) if ord in (1, numpy.inf) else R.min(sums, axis=then)
+    elif ord == "fro":
+        r = R.norm(x, axis=(row, col))
+    else:
+        raise ValueError("Invalid norm order for matrices.")
+    if keepdims:
+        r = S.expand_dims(r, axis=(row, col))
+    return r

@@ -8,16 +8,19 @@ Conventions:
 - var and std take numpy's `ddof`.
 - std's gradient is 0 where std is 0 (PyTorch's choice; std is constant along a length-1
   axis).
+- norm (the 2-norm over `axis`) has gradient 0 where the norm is 0.
+- cumsum and cumprod run along one axis (numpy's axis=None, the flattened array, is a
+  reshape first); cumprod's gradient is exact where x has zeros.
 """
 from __future__ import annotations
 
 from ..backend import get_xp
 from .core import call, defop
-from .elementwise import divide, equal, exp, multiply, subtract, where
-from .shapes import broadcast_to, expand_dims, ones_like, shape
+from .elementwise import add, divide, equal, exp, logical_and, multiply, subtract, where
+from .shapes import broadcast_to, expand_dims, flip, ones_like, shape
 
 __all__ = ["sum", "mean", "prod", "max", "min", "var", "std", "logsumexp", "reduced_size",
-           "unreduce"]
+           "unreduce", "norm", "cumsum", "cumprod"]
 
 _RED = dict(axis=None, keepdims=False)
 
@@ -146,3 +149,78 @@ std = _reduction("std", _method("std"), vjp_std, extra=dict(ddof=0), reads_out=T
                   convention="0 where std is 0")
 logsumexp = _reduction("logsumexp", _logsumexp, vjp_logsumexp, reads_out=True,
                        convention="stable form")
+
+
+
+# ---- the 2-norm over axes ---------------------------------------------------------------------
+
+def _norm(x, axis=None, keepdims=False):
+    xp = get_xp(x)
+    return xp.sqrt(xp.sum(xp.square(x), axis=_norm_axis(axis), keepdims=keepdims))
+
+
+def vjp_norm(g, out, x, axis=None, keepdims=False):
+    # x / norm, and 0 where the norm is 0 (the denominator made safe as in std)
+    n = unreduce(out, x, axis, keepdims)
+    flat = equal(n, 0)
+    return where(flat, 0.0, divide(multiply(unreduce(g, x, axis, keepdims), x),
+                                   where(flat, 1.0, n)))
+
+
+norm = _reduction("norm", _norm, vjp_norm, reads_out=True, convention="0 where the norm is 0")
+norm.spell = call("norm")
+
+
+# ---- scans along one axis -----------------------------------------------------------------------
+
+def _cumsum(x, axis):
+    return get_xp(x).cumsum(x, axis=axis)
+
+
+def _cumprod(x, axis):
+    return get_xp(x).cumprod(x, axis=axis)
+
+
+def _reverse_cumsum(g, axis):
+    """sum_{j >= i} g_j along axis: the transpose of cumsum."""
+    return flip(cumsum(flip(g, axis=axis), axis=axis), axis=axis)
+
+
+def vjp_cumsum(g, out, x, axis):
+    return _reverse_cumsum(g, axis)
+
+
+def _first_zero(x, axis):
+    """(x == 0, the first zero along the axis)."""
+    zero = equal(x, 0)
+    return zero, logical_and(zero, equal(cumsum(where(zero, 1.0, 0.0), axis=axis), 1))
+
+
+def vjp_cumprod(g, out, x, axis):
+    # d out_j / d x_k = prod_{i <= j, i != k} x_i for j >= k: out_j / x_k where x_k != 0
+    # (0 from the first zero on, with the derivative the zero's own); at the first zero z,
+    # the running product with x_z taken as 1. (Second derivatives are exact except
+    # between two zeros of one lane.)
+    zero, first = _first_zero(x, axis)
+    at_first = _reverse_cumsum(multiply(g, cumprod(where(first, 1.0, x), axis=axis)), axis)
+    return where(first, at_first,
+                 divide(_reverse_cumsum(multiply(g, out), axis), where(zero, 1.0, x)))
+
+
+cumsum = defop("cumsum", _cumsum, vjp_cumsum, reads_inputs=False, spell=call("np.cumsum"))
+cumprod = defop("cumprod", _cumprod, vjp_cumprod, reads_out=True, spell=call("np.cumprod"),
+                convention="exact at zeros")
+
+
+def jvp_cumprod(tangents, out, x, axis):
+    (t,) = tangents
+    # the VJP's cases, forward: out_j * sum_{k <= j, x_k != 0} t_k / x_k, plus t_z times the
+    # running product with x_z taken as 1 from the first zero z on
+    zero, first = _first_zero(x, axis)
+    rel = cumsum(where(zero, 0.0, divide(t, where(zero, 1.0, x))), axis=axis)
+    at_first = multiply(cumsum(where(first, t, 0.0), axis=axis),
+                        cumprod(where(first, 1.0, x), axis=axis))
+    return add(multiply(out, rel), at_first)
+
+
+cumprod.jvp = jvp_cumprod

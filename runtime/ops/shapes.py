@@ -6,6 +6,8 @@ accumulates repeated indices (numpy's `add.at`).
 """
 from __future__ import annotations
 
+import builtins
+
 import numpy
 
 from ..backend import get_xp
@@ -16,8 +18,14 @@ __all__ = [
     "broadcast_to", "sum_to", "concatenate", "stack", "flip", "getitem", "scatter_add",
     "zeros_like", "ones_like", "cast_like", "astype", "zeros", "ones", "full", "eye",
     "arange", "broadcast_shapes", "concat_index", "is_basic_index", "to_device", "stop_gradient",
-    "to_float",
+    "to_float", "diag", "diag_grad", "diagonal", "diagonal_grad", "tril", "triu", "repeat",
+    "repeat_grad", "tile", "tile_grad", "pad", "crop_index", "pad_gather_index", "roll",
+    "split_index", "split_check", "along_axis_index", "atleast_shape", "column_shape",
+    "argsort", "argmax", "argmin", "replace_dim", "weights_shape", "linspace",
+    "nonzero_divisor",
 ]
+
+builtins_max = builtins.max
 
 
 def _shape_of(x):
@@ -317,3 +325,395 @@ def vjp_to_device(g, out, x, device, source="cpu"):
 
 to_device = defop("to_device", _to_device, vjp_to_device, reads_inputs=False,
                   spell=call("to_device"), doc="copy between 'cpu' (numpy) and 'cuda' (cupy)")
+
+
+# ---- structure: diagonals, triangles, repeats, tiles, pads, rolls ----------------------------
+# Each linear op f comes with its transpose f_grad (or is its own, as tril and roll are), so
+# that derivatives of any order stay inside the op set: f's VJP is f_grad and f_grad's VJP is
+# f. Shapes that depend on the rank (unknown to the compiler until run time) are worked out
+# inside the forward implementations, or by a meta op that turns a shape into an index.
+
+def _norm_ax(axis, nd):
+    return axis + nd if axis < 0 else axis
+
+
+def _diag(x, k=0):
+    xp = get_xp(x)
+    if len(_shape_of(x)) not in (1, 2):
+        raise ValueError("numpy.diag() takes a 1-D or 2-D array")
+    return xp.diag(x, k)
+
+
+def _diag_grad(g, newshape, k=0):
+    """The transpose of diag: the diagonal of g for a 1-D input, g on the k-th diagonal
+    of a zero matrix of the input's shape for a 2-D one."""
+    xp = get_xp(g)
+    if len(newshape) == 1:
+        return xp.diagonal(g, k).copy()
+    z = xp.zeros(newshape, dtype=getattr(g, "dtype", numpy.float64))
+    n = min(newshape[0], newshape[1] - k) if k >= 0 else min(newshape[0] + k, newshape[1])
+    i = xp.arange(max(n, 0))
+    z[i + max(-k, 0), i + max(k, 0)] = g
+    return z
+
+
+def vjp_diag(g, out, x, k=0):
+    return diag_grad(g, shape(x), k=k)
+
+
+def vjp_diag_grad(c, out, g, newshape, k=0):
+    return diag(c, k=k)
+
+
+_DIAG = dict(k=0)
+diag = defop("diag", _diag, vjp_diag, reads_inputs=False, spell=call("np.diag"),
+             defaults=_DIAG)
+diag_grad = defop("diag_grad", _diag_grad, vjp_diag_grad, nondiff=(1,), reads_inputs=False,
+                  spell=call("diag_grad"), defaults=_DIAG,
+                  doc="the transpose of diag (see diag's rules)")
+
+
+def _diagonal(x, offset=0, axis1=0, axis2=1):
+    return get_xp(x).diagonal(x, offset=offset, axis1=axis1, axis2=axis2)
+
+
+def _diagonal_grad(g, newshape, offset=0, axis1=0, axis2=1):
+    """Zeros of `newshape` with g written on the diagonal that diagonal() reads."""
+    xp = get_xp(g)
+    z = xp.zeros(newshape, dtype=getattr(g, "dtype", numpy.float64))
+    zm = xp.moveaxis(z, (axis1, axis2), (-2, -1))  # a view: writes land in z
+    n = g.shape[-1] if hasattr(g, "shape") and len(g.shape) else 0
+    i = xp.arange(n)
+    zm[..., i + max(-offset, 0), i + max(offset, 0)] = g
+    return z
+
+
+def vjp_diagonal(g, out, x, offset=0, axis1=0, axis2=1):
+    return diagonal_grad(g, shape(x), offset=offset, axis1=axis1, axis2=axis2)
+
+
+def vjp_diagonal_grad(c, out, g, newshape, offset=0, axis1=0, axis2=1):
+    return diagonal(c, offset=offset, axis1=axis1, axis2=axis2)
+
+
+_DIAGONAL = dict(offset=0, axis1=0, axis2=1)
+diagonal = defop("diagonal", _diagonal, vjp_diagonal, reads_inputs=False,
+                 spell=call("np.diagonal"), defaults=_DIAGONAL)
+diagonal_grad = defop("diagonal_grad", _diagonal_grad, vjp_diagonal_grad, nondiff=(1,),
+                      reads_inputs=False, spell=call("diagonal_grad"), defaults=_DIAGONAL,
+                      doc="the transpose of diagonal: g written on a diagonal of zeros")
+
+
+def vjp_tril(g, out, x, k=0):
+    # a 1-D x is broadcast to a matrix by numpy: its cotangent sums the rows
+    return sum_to(tril(g, k=k), shape(x))
+
+
+def vjp_triu(g, out, x, k=0):
+    return sum_to(triu(g, k=k), shape(x))
+
+
+tril = defop("tril", _xp_fn("tril"), vjp_tril, reads_inputs=False, spell=call("np.tril"),
+             defaults=dict(k=0))
+triu = defop("triu", _xp_fn("triu"), vjp_triu, reads_inputs=False, spell=call("np.triu"),
+             defaults=dict(k=0))
+
+
+def _repeat(x, repeats, axis):
+    return get_xp(x).repeat(x, repeats, axis=axis)
+
+
+def _repeat_grad(g, newshape, repeats, axis):
+    """Sum the repeated copies back: the transpose of repeat along `axis`."""
+    xp = get_xp(g)
+    nd = len(newshape)
+    ax = _norm_ax(axis, nd)
+    n = newshape[ax]
+    gm = xp.moveaxis(xp.asarray(g), ax, 0)
+    if isinstance(repeats, int):
+        r = gm.reshape((n, repeats) + gm.shape[1:]).sum(axis=1)
+    else:
+        owner = numpy.repeat(numpy.arange(n), numpy.broadcast_to(numpy.asarray(repeats), (n,)))
+        r = xp.zeros((n,) + gm.shape[1:], dtype=gm.dtype)
+        if xp is numpy:
+            numpy.add.at(r, owner, gm)
+        else:
+            import cupyx
+
+            cupyx.scatter_add(r, xp.asarray(owner), gm)
+    return xp.moveaxis(r, 0, ax)
+
+
+def vjp_repeat(g, out, x, repeats, axis):
+    return repeat_grad(g, shape(x), repeats=repeats, axis=axis)
+
+
+def vjp_repeat_grad(c, out, g, newshape, repeats, axis):
+    return repeat(c, repeats=repeats, axis=axis)
+
+
+repeat = defop("repeat", _repeat, vjp_repeat, reads_inputs=False, spell=call("np.repeat"))
+repeat_grad = defop("repeat_grad", _repeat_grad, vjp_repeat_grad, nondiff=(1,),
+                    reads_inputs=False, spell=call("repeat_grad"),
+                    doc="the transpose of repeat: copies summed back")
+
+
+def _tile_layout(xshape, reps):
+    """(x's shape and reps padded to one length): numpy's rule for np.tile."""
+    reps = (reps,) if isinstance(reps, int) else tuple(reps)
+    d = builtins_max(len(reps), len(xshape))
+    return (1,) * (d - len(xshape)) + tuple(xshape), (1,) * (d - len(reps)) + reps
+
+
+def _tile(x, reps):
+    return get_xp(x).tile(x, reps)
+
+
+def _tile_grad(g, newshape, reps):
+    xp = get_xp(g)
+    s, r = _tile_layout(newshape, reps)
+    inter = []
+    for ri, si in zip(r, s):
+        inter += [ri, si]
+    summed = xp.asarray(g).reshape(inter).sum(axis=tuple(range(0, 2 * len(s), 2)))
+    return summed.reshape(newshape)
+
+
+def vjp_tile(g, out, x, reps):
+    return tile_grad(g, shape(x), reps=reps)
+
+
+def vjp_tile_grad(c, out, g, newshape, reps):
+    return tile(c, reps=reps)
+
+
+tile = defop("tile", _tile, vjp_tile, reads_inputs=False, spell=call("np.tile"))
+tile_grad = defop("tile_grad", _tile_grad, vjp_tile_grad, nondiff=(1,), reads_inputs=False,
+                  spell=call("tile_grad"), doc="the transpose of tile: tiles summed back")
+
+
+def _pad_widths(pad_width, nd):
+    """numpy's pad_width forms as ((before, after),) * nd."""
+    pw = numpy.asarray(pad_width, dtype=numpy.int64)
+    if pw.size and pw.min() < 0:
+        raise ValueError("index can't contain negative values")
+    return [tuple(int(v) for v in row) for row in numpy.broadcast_to(pw, (nd, 2))]
+
+
+def _pad(x, pad_width, constant_values=0):
+    return get_xp(x).pad(x, pad_width, mode="constant", constant_values=constant_values)
+
+
+def _crop_index(xshape, pad_width):
+    return tuple(slice(b, b + n) for n, (b, _) in zip(xshape, _pad_widths(pad_width,
+                                                                           len(xshape))))
+
+
+def _pad_gather_index(xshape, pad_width, mode):
+    """An index that gathers np.pad(x, pad_width, mode) from x (edge, reflect, symmetric,
+    wrap: each axis's padding repeats entries of that axis, so the result is x indexed
+    with one integer array per axis)."""
+    rows = []
+    for n, (b, a) in zip(xshape, _pad_widths(pad_width, len(xshape))):
+        if n == 0 and b + a:
+            raise ValueError(f"can't extend empty axis using modes other than 'constant'")
+        rows.append(numpy.pad(numpy.arange(n), (b, a), mode=mode))
+    return numpy.ix_(*rows) if rows else ()
+
+
+def vjp_pad(g, out, x, pad_width, constant_values=0):
+    return getitem(g, crop_index(shape(x), pad_width))
+
+
+pad = defop("pad", _pad, vjp_pad, reads_inputs=False, spell=call("np.pad"),
+            defaults=dict(constant_values=0),
+            doc="np.pad in 'constant' mode (the fill has no gradient)")
+
+
+def jvp_pad(tangents, out, x, pad_width, constant_values=0):
+    # affine in x: the fill is a constant, its tangent 0
+    return pad(tangents[0], pad_width=pad_width)
+
+
+pad.jvp = jvp_pad
+crop_index = defop("crop_index", _crop_index, meta=True, spell=call("crop_index"),
+                   doc="the slices of a padded array that hold the original")
+pad_gather_index = defop("pad_gather_index", _pad_gather_index, meta=True,
+                         spell=call("pad_gather_index"),
+                         doc="integer arrays that gather np.pad(x, mode=...) from x")
+
+
+def _roll(x, shift, axis=None):
+    return get_xp(x).roll(x, shift, axis=axis)
+
+
+def vjp_roll(g, out, x, shift, axis=None):
+    back = tuple(-s for s in shift) if isinstance(shift, tuple) else -shift
+    return roll(g, shift=back, axis=axis)
+
+
+roll = defop("roll", _roll, vjp_roll, reads_inputs=False, spell=call("np.roll"),
+             defaults=dict(axis=None))
+
+
+# ---- meta: indices and shapes computed at run time -------------------------------------------
+
+def _split_axis(xshape, axis):
+    """The axis a split runs along: "h" is np.hsplit's (1, or 0 for a 1-D array)."""
+    if axis == "h":
+        return 1 if len(xshape) > 1 else 0
+    ax = _norm_ax(axis, len(xshape))
+    if not 0 <= ax < len(xshape):
+        raise ValueError(f"axis {axis} is out of bounds for an array of dimension "
+                         f"{len(xshape)}")
+    return ax
+
+
+def _split_index(xshape, sections, axis, index):
+    """The slice of piece `index` of np.array_split(x, sections, axis)."""
+    ax = _split_axis(xshape, axis)
+    n = xshape[ax]
+    if isinstance(sections, int):
+        base, extra = divmod(n, sections)
+        bounds = [0]
+        for i in range(sections):
+            bounds.append(bounds[-1] + base + (i < extra))
+    else:
+        bounds = [0] + list(sections) + [n]
+    part = slice(bounds[index], bounds[index + 1])
+    return (slice(None),) * ax + (part,)
+
+
+def _split_check(xshape, sections, axis, equal=False, min_ndim=0, fname="split"):
+    """xshape, once np.split's conditions hold: at least `min_ndim` dimensions (hsplit,
+    vsplit, dsplit) and, for `equal` splits into a number of sections, an equal division."""
+    if len(xshape) < min_ndim or (axis == "h" and not xshape):
+        raise ValueError(f"{fname} only works on arrays of {builtins_max(min_ndim, 1)} or "
+                         "more dimensions")
+    if isinstance(sections, int):
+        if sections <= 0:
+            raise ValueError("number sections must be larger than 0.")
+        if equal and xshape[_split_axis(xshape, axis)] % sections:
+            raise ValueError("array split does not result in an equal division")
+    return xshape
+
+
+def _along_axis_index(xshape, indices, axis):
+    """The index that np.take_along_axis(x, indices, axis) reads x with (numpy's own)."""
+    nd = len(xshape)
+    if getattr(getattr(indices, "dtype", None), "kind", "i") not in "iu":
+        raise IndexError("`indices` must be an integer array")
+    if len(_shape_of(indices)) != nd:
+        raise ValueError("`indices` and `arr` must have the same number of dimensions")
+    ax = _norm_ax(axis, nd)
+    xp = get_xp(indices)
+    return tuple(indices if d == ax else
+                 xp.arange(n).reshape((1,) * d + (-1,) + (1,) * (nd - d - 1))
+                 for d, n in enumerate(xshape))
+
+
+def _atleast_shape(xshape, ndim):
+    """The shape np.atleast_{1,2,3}d gives an array of shape `xshape`."""
+    s = tuple(xshape)
+    if len(s) >= ndim:
+        return s
+    if ndim == 1:
+        return (1,)
+    if ndim == 2:
+        return (1,) * (2 - len(s)) + s
+    return {0: (1, 1, 1), 1: (1,) + s + (1,), 2: s + (1,)}[len(s)]
+
+
+def _column_shape(xshape):
+    """np.column_stack's shape: a 1-D array becomes a column, others stay."""
+    return (tuple(xshape) + (1,)) if len(xshape) < 2 else tuple(xshape)
+
+
+split_index = defop("split_index", _split_index, meta=True, spell=call("split_index"),
+                    doc="the slice of one piece of np.array_split")
+split_check = defop("split_check", _split_check, meta=True, spell=call("split_check"),
+                    defaults=dict(equal=False, min_ndim=0, fname="split"),
+                    doc="the shape, once np.split's conditions are checked")
+
+
+def _replace_dim(xshape, axis, n):
+    s = list(xshape)
+    s[axis] = n
+    return tuple(s)
+
+
+def _weights_shape(ashape, wshape, axis):
+    """The shape np.average gives its weights before it multiplies (numpy's checks)."""
+    ashape, wshape = tuple(ashape), tuple(wshape)
+    if ashape == wshape:
+        return wshape
+    if axis is None:
+        raise TypeError("Axis must be specified when shapes of a and weights differ.")
+    if not isinstance(axis, int):
+        raise TypeError("numpy.average(): weights of another shape than a need an integer "
+                        "axis here")
+    if len(wshape) != 1:
+        raise TypeError("1D weights expected when shapes of a and weights differ.")
+    ax = _norm_ax(axis, len(ashape))
+    if wshape[0] != ashape[ax]:
+        raise ValueError("Length of weights not compatible with specified axis.")
+    return tuple(n if d == ax else 1 for d, n in enumerate(ashape))
+
+
+replace_dim = defop("replace_dim", _replace_dim, meta=True, spell=call("replace_dim"),
+                    doc="a shape with one dimension replaced")
+weights_shape = defop("weights_shape", _weights_shape, meta=True, spell=call("weights_shape"),
+                      doc="the shape np.average reshapes its weights to")
+along_axis_index = defop("along_axis_index", _along_axis_index, meta=True,
+                         spell=call("along_axis_index"),
+                         doc="the index np.take_along_axis reads with")
+atleast_shape = defop("atleast_shape", _atleast_shape, meta=True, spell=call("atleast_shape"),
+                      doc="the shape np.atleast_{1,2,3}d gives")
+column_shape = defop("column_shape", _column_shape, meta=True, spell=call("column_shape"),
+                     doc="the shape np.column_stack gives each operand")
+
+
+# ---- sorting: integer results, no gradient -----------------------------------------------------
+
+def _argsort(x, axis=-1, kind=None):
+    return get_xp(x).argsort(x, axis=axis, kind=kind)
+
+
+def _argmax(x, axis=None, keepdims=False):
+    return get_xp(x).argmax(x, axis=axis, keepdims=keepdims)
+
+
+def _argmin(x, axis=None, keepdims=False):
+    return get_xp(x).argmin(x, axis=axis, keepdims=keepdims)
+
+
+argsort = defop("argsort", _argsort, differentiable=False, spell=call("np.argsort"),
+                defaults=dict(axis=-1, kind=None))
+argmax = defop("argmax", _argmax, differentiable=False, spell=call("np.argmax"),
+               defaults=dict(axis=None, keepdims=False))
+argmin = defop("argmin", _argmin, differentiable=False, spell=call("np.argmin"),
+               defaults=dict(axis=None, keepdims=False))
+
+
+
+def _linspace(start, stop, num=50, endpoint=True, axis=0):
+    return numpy.linspace(start, stop, num, endpoint=endpoint, axis=axis)
+
+
+linspace = defop("linspace", _linspace, differentiable=False, spell=call("np.linspace"),
+                 defaults=dict(num=50, endpoint=True, axis=0))
+
+
+def _nonzero_divisor(x):
+    if get_xp(x).any(x == 0):
+        raise ZeroDivisionError("Weights sum to zero, can't be normalized")
+    return x
+
+
+def vjp_nonzero_divisor(g, out, x):
+    return g
+
+
+nonzero_divisor = defop("nonzero_divisor", _nonzero_divisor, vjp_nonzero_divisor,
+                        reads_inputs=False, spell=call("nonzero_divisor"),
+                        doc="x itself, once no entry is 0 (np.average's check on its weights)")
