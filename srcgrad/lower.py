@@ -130,7 +130,7 @@ def jvp_stack_list(tangents, out, lst, axis=0):
     return STACK_LIST(tangents[0], axis=axis)
 
 
-STACK_LIST = Primitive("stack_list", None, vjps=(vjp_stack_list,),
+STACK_LIST = Primitive("stack_list", None, vjps=(vjp_stack_list,), view=True,
                        spell=lambda i, p, d: f"np.stack({i[0]}" + (
                            f", axis={p['axis']!r})" if p.get("axis", 0) else ")"))
 
@@ -143,9 +143,6 @@ _SAME_SHAPE_ARG = {"sum_to": 1, "broadcast_to": 1, "reshape": 1, "scatter_add": 
 
 # results that may share memory with an input (views, or the input itself): an in-place
 # update of one would change the other
-_MAY_ALIAS = {"getitem", "reshape", "transpose", "swapaxes", "moveaxis", "expand_dims",
-              "squeeze", "broadcast_to", "flip", "astype", "cast_like", "sum_to",
-              "stop_gradient", "to_device", "stack_list", "to_float"}
 _OPSYM = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**",
           ast.MatMult: "@", ast.FloorDiv: "//", ast.Mod: "%"}
 
@@ -208,7 +205,8 @@ class Builder:
         self.hint = "t"
         self.shape_source: dict[int, Var] = {}  # id of a `shape(v)` result -> v
         self.named: set[int] = set()  # Vars bound to a user's variable name
-        self.made_by: dict[int, str] = {}  # id of a staged result -> its primitive's name
+        # id of a staged result -> its primitive ("cond"/"loop" for a fresh region result)
+        self.made_by: dict[int, "Primitive | str"] = {}
         self.inputs: set[int] = set()  # ids of the function's parameters
         self.escaped: set[int] = set()  # ids of arrays put into run-time lists
         self.reads = Reads()  # what the function reads from outside it (srcgrad.guards)
@@ -225,8 +223,8 @@ class Builder:
         made = self.made_by.get(v.id)
         if made is None:
             return "a value of unknown origin (a loop or branch result)"
-        if made in _MAY_ALIAS:
-            return f"the array it is a view of ({made})"
+        if getattr(made, "view", False):  # declared by the op (runtime.ops.core.Primitive)
+            return f"the array it is a view of ({made.name})"
         return None
 
     def push_block(self):
@@ -263,7 +261,7 @@ class Builder:
         out = Var(hint, kind=self._kind(prim, args))
         self._classes(prim, args, params, out)
         self.eqns.append(Eqn(prim, args, [out], dict(params), self.loc, self.phase))
-        self.made_by[out.id] = prim.name
+        self.made_by[out.id] = prim
         if prim is LIST_APPEND or prim is LIST_FROM:
             self.escaped.update(a.id for a in args if isinstance(a, Var))
         if prim.name == "shape" and isinstance(args[0], Var):

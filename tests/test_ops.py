@@ -793,6 +793,22 @@ def test_forward(s):
     assert tout.is_leaf == (not wants_grad)
 
 
+@pytest.mark.parametrize("s", [s for s in SPECS if s.check is None and
+                               not PRIMITIVES[s.prim].meta], ids=lambda s: s.id)
+def test_an_output_sharing_memory_with_an_input_is_declared_a_view(s):
+    """The compiler refuses an in-place update of a value that may share memory with
+    another (`d = np.diagonal(x); d += 1`) only if its op declares `view`: an op that
+    returns a view or its input without saying so would let it through."""
+    args, _ = s.materialize()
+    out = _call(s, args)
+    if not isinstance(out, np.ndarray):
+        return
+    shared = [i for i, a in enumerate(args) if isinstance(a, np.ndarray) and
+              np.shares_memory(out, a)]
+    assert not shared or PRIMITIVES[s.prim].view, \
+        f"{s.prim} returns memory of its input {shared[0]} but does not declare view=True"
+
+
 @pytest.mark.parametrize("s", DIFF_SPECS, ids=lambda s: s.id)
 def test_vjp_against_finite_differences(s):
     prim = PRIMITIVES[s.prim]

@@ -63,14 +63,14 @@ class Primitive:
     __slots__ = (
         "name", "impl", "vjps", "nondiff", "broadcasts", "differentiable", "meta",
         "reads_inputs", "reads_out", "spell", "defaults", "elementwise", "doc",
-        "convention", "variadic", "jvp", "custom", "zero_grad", "pure",
+        "convention", "variadic", "jvp", "custom", "zero_grad", "pure", "view",
     )
     _reserves_name = True  # see RESERVED_NAMES
 
     def __init__(self, name, impl, *, vjps=(), nondiff=(), broadcasts=False,
                  differentiable=True, meta=False, reads_inputs=True, reads_out=False,
                  spell=None, defaults=None, elementwise=False, convention="",
-                 variadic=False, doc="", zero_grad=None, pure=True):
+                 variadic=False, doc="", zero_grad=None, pure=True, view=False):
         self.name = name
         self.impl = impl
         self.vjps = tuple(vjps)
@@ -98,6 +98,9 @@ class Primitive:
         #: by default; a meta op (pack, mod on ints...) never does unless it says so, so an
         #: active value reaching one is a soundness error rather than a silent zero.
         self.zero_grad = (not differentiable and not meta) if zero_grad is None else zero_grad
+        #: declared: the output may share memory with an input (numpy returns a view, or
+        #: the input itself): an in-place update of it may change that input
+        self.view = view
         #: the same arguments always give the same result, and a call has no other effect:
         #: the compiler may evaluate a call on constants once, merge equal calls and drop
         #: unused ones. Not so for an op that draws random numbers, reads a clock, logs...

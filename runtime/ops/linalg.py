@@ -418,9 +418,9 @@ def _spell_einsum(ins, params, defaults):
     return f"np.einsum({params['subscripts']!r}, {', '.join(ins)}{extra})"
 
 
-einsum = defop("einsum", _einsum, vjp_einsum, variadic=True, reads_inputs=True,
+einsum = defop("einsum", _einsum, vjp_einsum, variadic=True, reads_inputs=True, view=True,
                spell=_spell_einsum, defaults=dict(optimize=False))
-einsum_grad = defop("einsum_grad", _einsum_grad, vjp_einsum_grad, variadic=True,
+einsum_grad = defop("einsum_grad", _einsum_grad, vjp_einsum_grad, variadic=True, view=True,
                     spell=call("einsum_grad"), defaults=dict(optimize=False),
                     doc="the cotangent of one operand of einsum")
 einsum_grad.jvp = jvp_einsum_grad

@@ -232,21 +232,21 @@ def _ones_like(x):
 
 # ---- the table -------------------------------------------------------------------------------
 
-reshape = defop("reshape", _xp_fn("reshape"), vjp_reshape, nondiff=(1,), reads_inputs=False,
+reshape = defop("reshape", _xp_fn("reshape"), vjp_reshape, nondiff=(1,), view=True, reads_inputs=False,
                 spell=call("np.reshape"))
-transpose = defop("transpose", _xp_fn("transpose"), vjp_transpose, reads_inputs=False,
+transpose = defop("transpose", _xp_fn("transpose"), vjp_transpose, view=True, reads_inputs=False,
                   spell=call("np.transpose"), defaults=dict(axes=None))
-swapaxes = defop("swapaxes", _xp_fn("swapaxes"), vjp_swapaxes, reads_inputs=False,
+swapaxes = defop("swapaxes", _xp_fn("swapaxes"), vjp_swapaxes, view=True, reads_inputs=False,
                  spell=call("np.swapaxes"))
-moveaxis = defop("moveaxis", _xp_fn("moveaxis"), vjp_moveaxis, reads_inputs=False,
+moveaxis = defop("moveaxis", _xp_fn("moveaxis"), vjp_moveaxis, view=True, reads_inputs=False,
                  spell=call("np.moveaxis"))
 expand_dims = defop("expand_dims", _xp_fn("expand_dims"), vjp_expand_dims,
-                    reads_inputs=False, spell=call("np.expand_dims"))
-squeeze = defop("squeeze", _xp_fn("squeeze"), vjp_squeeze, reads_inputs=False,
+                    view=True, reads_inputs=False, spell=call("np.expand_dims"))
+squeeze = defop("squeeze", _xp_fn("squeeze"), vjp_squeeze, view=True, reads_inputs=False,
                 spell=call("np.squeeze"), defaults=dict(axis=None))
 broadcast_to = defop("broadcast_to", _xp_fn("broadcast_to"), vjp_broadcast_to, nondiff=(1,),
-                     reads_inputs=False, spell=call("np.broadcast_to"))
-sum_to = defop("sum_to", _sum_to, vjp_sum_to, nondiff=(1,), reads_inputs=False,
+                     view=True, reads_inputs=False, spell=call("np.broadcast_to"))
+sum_to = defop("sum_to", _sum_to, vjp_sum_to, nondiff=(1,), view=True, reads_inputs=False,
                spell=call("sum_to"), doc="sum down to a shape: the reverse of broadcasting")
 concatenate = defop("concatenate", _concatenate, vjp_concatenate, variadic=True,
                     reads_inputs=False, defaults=dict(axis=0))
@@ -258,23 +258,23 @@ stack = defop("stack", _stack, vjp_stack, variadic=True, reads_inputs=False,
 stack.spell = lambda ins, params, d: (
     f"np.stack([{', '.join(ins)}]"
     + ("" if params.get("axis", 0) == 0 else f", axis={params['axis']!r}") + ")")
-flip = defop("flip", _xp_fn("flip"), vjp_flip, reads_inputs=False, spell=call("np.flip"),
+flip = defop("flip", _xp_fn("flip"), vjp_flip, view=True, reads_inputs=False, spell=call("np.flip"),
              defaults=dict(axis=None))
-getitem = defop("getitem", _getitem, vjp_getitem, nondiff=(1,), reads_inputs=False,
+getitem = defop("getitem", _getitem, vjp_getitem, nondiff=(1,), view=True, reads_inputs=False,
                 spell=fmt("{0}[{1}]"))
 scatter_add = defop("scatter_add", _scatter_add, vjp_scatter_add, nondiff=(1, 2),
                     reads_inputs=False, spell=call("scatter_add"),
                     doc="zeros of `newshape` with `v` added at `idx` (repeats accumulate)")
-cast_like = defop("cast_like", _cast_like, vjp_cast_like, nondiff=(1,), reads_inputs=False,
+cast_like = defop("cast_like", _cast_like, vjp_cast_like, nondiff=(1,), view=True, reads_inputs=False,
                   spell=call("cast_like"), doc="x in the dtype of `like`")
 def _casts_to_integers(args, params) -> bool:
     """astype to an integer or boolean dtype is piecewise constant: no derivative."""
     return len(args) > 1 and numpy.dtype(args[1]).kind not in "fc"
 
 
-astype = defop("astype", _astype, vjp_astype, nondiff=(1,), reads_inputs=False,
+astype = defop("astype", _astype, vjp_astype, nondiff=(1,), view=True, reads_inputs=False,
                spell=call("np.asarray"), zero_grad=_casts_to_integers)
-stop_gradient = defop("stop_gradient", lambda x: x, differentiable=False,
+stop_gradient = defop("stop_gradient", lambda x: x, view=True, differentiable=False,
                       spell=call("stop_gradient"),
                       doc="x itself, through which no gradient flows (the tape's detach)")
 def _to_float(x):
@@ -287,7 +287,7 @@ def vjp_to_float(g, out, x):
     return g
 
 
-to_float = defop("to_float", _to_float, vjp_to_float, reads_inputs=False, spell=call("to_float"),
+to_float = defop("to_float", _to_float, vjp_to_float, view=True, reads_inputs=False, spell=call("to_float"),
                  doc="Python's float() of a 0-d array (what math.exp(x) and float(x) do)")
 zeros_like = defop("zeros_like", _zeros_like, differentiable=False,
                    spell=call("np.zeros_like"))
@@ -323,7 +323,7 @@ def vjp_to_device(g, out, x, device, source="cpu"):
     return to_device(g, device=source, source=device)
 
 
-to_device = defop("to_device", _to_device, vjp_to_device, reads_inputs=False,
+to_device = defop("to_device", _to_device, vjp_to_device, view=True, reads_inputs=False,
                   spell=call("to_device"), doc="copy between 'cpu' (numpy) and 'cuda' (cupy)")
 
 
@@ -366,7 +366,7 @@ def vjp_diag_grad(c, out, g, newshape, k=0):
 
 
 _DIAG = dict(k=0)
-diag = defop("diag", _diag, vjp_diag, reads_inputs=False, spell=call("np.diag"),
+diag = defop("diag", _diag, vjp_diag, view=True, reads_inputs=False, spell=call("np.diag"),
              defaults=_DIAG)
 diag_grad = defop("diag_grad", _diag_grad, vjp_diag_grad, nondiff=(1,), reads_inputs=False,
                   spell=call("diag_grad"), defaults=_DIAG,
@@ -397,7 +397,7 @@ def vjp_diagonal_grad(c, out, g, newshape, offset=0, axis1=0, axis2=1):
 
 
 _DIAGONAL = dict(offset=0, axis1=0, axis2=1)
-diagonal = defop("diagonal", _diagonal, vjp_diagonal, reads_inputs=False,
+diagonal = defop("diagonal", _diagonal, vjp_diagonal, view=True, reads_inputs=False,
                  spell=call("np.diagonal"), defaults=_DIAGONAL)
 diagonal_grad = defop("diagonal_grad", _diagonal_grad, vjp_diagonal_grad, nondiff=(1,),
                       reads_inputs=False, spell=call("diagonal_grad"), defaults=_DIAGONAL,
@@ -715,5 +715,5 @@ def vjp_nonzero_divisor(g, out, x):
 
 
 nonzero_divisor = defop("nonzero_divisor", _nonzero_divisor, vjp_nonzero_divisor,
-                        reads_inputs=False, spell=call("nonzero_divisor"),
+                        view=True, reads_inputs=False, spell=call("nonzero_divisor"),
                         doc="x itself, once no entry is 0 (np.average's check on its weights)")
