@@ -3,6 +3,7 @@ import os
 import re
 import sys
 
+import numpy as np
 import pytest
 
 import srcgrad
@@ -33,3 +34,14 @@ def test_readme_shows_the_generated_code(make):
 
 def test_readme_lists_three_generated_listings():
     assert len(_readme_blocks()) == 3
+
+
+def test_readme_method_example_runs_and_is_right():
+    from compiler_helpers import check_grad
+
+    rng = np.random.default_rng(0)
+    model = m.Model()
+    x, y = rng.normal(size=(4, 3)), rng.normal(size=(4, 2))
+    check_grad(model.loss, (x, y), compiled=srcgrad.grad(model.loss, cache=False))
+    f = lambda W: np.sum(np.tanh(x @ W))  # noqa: E731
+    check_grad(f, (model.W,), compiled=srcgrad.grad(f, cache=False))
