@@ -663,6 +663,16 @@ class VJPFunction(_CompiledBase):
     def _owned(self, returns):
         return False, set()  # its value is f's; its pullback's gradients are fresh
 
+    def __call__(self, *args, **kwargs):
+        out, pullback = super().__call__(*args, **kwargs)
+
+        def checked_pullback(cotangent):
+            _same_shape("vjp: the cotangent", cotangent, "the function's output", out)
+            return pullback(cotangent)
+
+        checked_pullback.__wrapped__ = pullback
+        return out, checked_pullback
+
     def _function_code(self, fname, src, opt, returns, named, as_float, check, nested):
         out, grads = returns
         eqns = opt.eqns
@@ -678,6 +688,18 @@ class VJPFunction(_CompiledBase):
         outer.keep = {v.id for e in eqns[first_bwd:] for v in e.var_ins()} | \
             {v.id for v in iter_vars(grads)}
         return outer
+
+
+def _same_shape(what, t, of, x):
+    """A tangent must have its primal's shape: broadcasting one would give a silently
+    different directional derivative."""
+    ts, xs = np.shape(t), np.shape(x)
+    if ts != xs:
+        raise ValueError(f"{what} has shape {ts}, but {of} has shape {xs}; they must be "
+                         "equal")
+    kind = getattr(getattr(t, "dtype", None), "kind", None)
+    if kind is not None and kind not in "fiub":
+        raise TypeError(f"{what} has dtype {t.dtype}; tangents must be real numbers")
 
 
 def _bind(fun, args, kwargs) -> list:
@@ -751,10 +773,19 @@ class HVPFunction(_CompiledBase):
         return b2, t, (grad_graph.outputs[1] if keep else None), None
 
     def __call__(self, *args, **kwargs):
+        if not args:
+            raise TypeError("hvp: call it as hvp(f)(*args, v): the vector v comes last")
         *args, v = args
         impl = self._ready()
         impl = self._gpu_impl(args + [v], kwargs) or impl
-        return impl(*_bind(self.fun, args, kwargs), v)
+        full = _bind(self.fun, args, kwargs)
+        x = full[self.wrt_index[0]]
+        _same_shape("hvp: the vector v", v, f"the argument it multiplies ({self._wrt_name()})",
+                    x)
+        return impl(*full, v)
+
+    def _wrt_name(self):
+        return list(inspect.signature(self.fun).parameters)[self.wrt_index[0]]
 
 
 class NestedGradFunction(_CompiledBase):
@@ -880,6 +911,8 @@ def jvp(fun: Callable, primals, tangents):
         raise TypeError(f"jvp: {fun.__name__}() takes {n} arguments, got {len(primals)}")
     ts = [numpy.zeros_like(numpy.asarray(p, dtype=float)) if t is None else t
           for p, t in zip(primals, tangents)]
+    for k, (p, t) in enumerate(zip(primals, ts)):
+        _same_shape(f"jvp: tangent {k}", t, f"its primal", p)
     impl = f._ready()
     impl = f._gpu_impl(primals + tuple(ts), {}) or impl
     return impl(*primals, *ts)

@@ -347,3 +347,22 @@ def test_in_place_update_of_a_view_made_by_any_view_op_is_refused():
     with pytest.raises(SrcgradError, match="in place") as info:
         srcgrad.grad(update_diagonal, cache=False)(np.ones((3, 3)))
     assert info.value.filename == __file__
+
+
+# ---- tangents and cotangents must have their primal's shape (no silent broadcasting) ----------
+
+def sin2(x):
+    return np.sin(x) * 2
+
+
+@pytest.mark.parametrize("bad", [np.ones(1), np.ones((2, 3)), 1.0])
+def test_tangent_and_cotangent_shapes_are_checked(bad):
+    x = np.ones(3)
+    with pytest.raises(ValueError, match="shape"):
+        srcgrad.hvp(square_sum, cache=False)(x, bad)
+    with pytest.raises(ValueError, match="shape"):
+        srcgrad.jvp(square_sum, (x,), (bad,))
+    out, pullback = srcgrad.vjp(sin2, x)
+    with pytest.raises(ValueError, match="shape"):
+        pullback(bad)
+    np.testing.assert_allclose(pullback(np.ones(3)), 2 * np.cos(x))
