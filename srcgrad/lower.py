@@ -210,6 +210,24 @@ class Builder:
         self.inputs: set[int] = set()  # ids of the function's parameters
         self.escaped: set[int] = set()  # ids of arrays put into run-time lists
         self.reads = Reads()  # what the function reads from outside it (srcgrad.guards)
+        # id -> ids of the values it may share memory with directly: a view and what it
+        # views, a branch result and the values it may be (see `sharing`)
+        self.links: dict[int, set[int]] = {}
+
+    def link(self, a, b):
+        """Record that Vars `a` and `b` may share memory."""
+        self.links.setdefault(a.id, set()).add(b.id)
+        self.links.setdefault(b.id, set()).add(a.id)
+
+    def sharing(self, v) -> set:
+        """Ids of every value that may share memory with `v` (itself included)."""
+        seen, todo = {v.id}, [v.id]
+        while todo:
+            for o in self.links.get(todo.pop(), ()):
+                if o not in seen:
+                    seen.add(o)
+                    todo.append(o)
+        return seen
 
     def shared_why(self, v) -> "str | None":
         """What array `v` may share its memory with that an in-place update of it would
@@ -262,6 +280,10 @@ class Builder:
         self._classes(prim, args, params, out)
         self.eqns.append(Eqn(prim, args, [out], dict(params), self.loc, self.phase))
         self.made_by[out.id] = prim
+        if prim.view:
+            for a in args:
+                if isinstance(a, Var) and a.kind == "array":
+                    self.link(out, a)
         if prim is LIST_APPEND or prim is LIST_FROM:
             self.escaped.update(a.id for a in args if isinstance(a, Var))
         if prim.name == "shape" and isinstance(args[0], Var):
@@ -718,6 +740,8 @@ class Lowerer:
         if why is None and any(_contains(v, cur) for lw in self.scopes()
                                for v in lw.env.values() if isinstance(v, (tuple, list, dict))):
             why = "an item of a list, tuple or dict"
+        if why is None:
+            why = self._other_name(name, cur)
         if why is not None:
             op = ast.unparse(node).split("=", 1)[0].strip()
             raise self.error(f"`{op}=` updates the array in place, and here `{name}` may share "
@@ -731,6 +755,24 @@ class Lowerer:
             for n, v in list(lw.env.items()):
                 if v is cur:
                     lw.env[n] = value
+
+    def _other_name(self, name, cur) -> "str | None":
+        """Another name bound to `cur`, or to a value that may share its memory (a view of
+        it, a branch result that may be it): numpy's `cur += ...` changes that one too if
+        `cur` is an array, and not if it is a number or numpy scalar (immutable), which
+        srcgrad cannot tell apart at compile time."""
+        related = self.b.sharing(cur)
+        for lw in self.scopes():
+            for n, v in lw.env.items():
+                if n.startswith("<") or (lw is self and n == name):
+                    continue
+                for item in (v if isinstance(v, (tuple, list)) else
+                             v.values() if isinstance(v, dict) else (v,)):
+                    if isinstance(item, Var) and item.id in related:
+                        how = "bound to the same value" if item is cur else \
+                            "which may be a view of it, or be it"
+                        return f"`{n}` ({how}; a number or numpy scalar would not be shared)"
+        return None
 
     def scopes(self):
         """This lowerer and those whose names it can reach: enclosing defs and callers."""
@@ -851,6 +893,9 @@ class Lowerer:
                 if isinstance(x, Var) and isinstance(y, Var) and x.dclass == y.dclass:
                     out.dclass = x.dclass
                 self.b.named.add(out.id)
+                for v in (x, y):
+                    if isinstance(v, Var):
+                        self.b.link(out, v)  # it may be either value
                 if all(not isinstance(v, Var) or self.b.shared_why(v) is None for v in (x, y)):
                     self.b.made_by[out.id] = "cond"  # fresh on both paths
                 outs.append(out)
