@@ -80,6 +80,13 @@ def _array_literal(a: numpy.ndarray) -> str:
     return f"np.array({literal(a.tolist())}, dtype={a.dtype.name!r})"
 
 
+def _valid_on_0d(idx) -> bool:
+    """Whether `idx` indexes a 0-d value too (only None and ...): the array it indexes
+    may then be a numpy scalar at run time."""
+    items = idx if isinstance(idx, tuple) else (idx,)
+    return all(it is None or it is Ellipsis for it in items)
+
+
 class FunctionCode:
     """One generated function: a signature, statements and a return expression.
 
@@ -724,8 +731,8 @@ class _BlockCtx:
                     continue
                 q = eqns[i]
                 if q.prim.name != "scatter_add" or isinstance(q.ins[1], Var) or \
-                        not is_basic_index(q.ins[1]):
-                    continue
+                        not is_basic_index(q.ins[1]) or _valid_on_0d(q.ins[1]):
+                    continue  # (`a` may be a numpy scalar, which has no items to update)
                 ia = made.get(a.id)
                 if ia is None or a.id in self.inputs or a.id in self.returned or \
                         a.id in self.fc.keep:

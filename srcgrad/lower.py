@@ -986,6 +986,9 @@ class Lowerer:
                         else min(stop, p.stop)
                 return _Plan(0, stop, 1, lambda i: tuple(p.item(i) for p in ps))
         v = self.expr(it)
+        if isinstance(v, Var) and v.kind == "list":
+            raise self.unsupported("iterating over a list built in a run-time loop or branch "
+                                   "(np.stack it, and iterate over the array) is", it)
         if isinstance(v, Var):
             return _Plan(0, ops.getitem(ops.shape(v), 0), 1, lambda i: ops.getitem(v, i),
                          hint="i")

@@ -402,3 +402,31 @@ def test_tangent_and_cotangent_shapes_are_checked(bad):
     with pytest.raises(ValueError, match="shape"):
         pullback(bad)
     np.testing.assert_allclose(pullback(np.ones(3)), 2 * np.cos(x))
+
+
+def none_index_of_a_sum(x):
+    v = np.sum(x)
+    w = v[None]
+    return np.sum(np.tanh(w)) + v ** 3
+
+
+def test_adjoint_of_an_index_valid_on_0d_values_is_not_written_in_place():
+    """`dv[None] += dw` once crashed: dv was a numpy scalar, which has no items."""
+    check_grad(none_index_of_a_sum, (np.array([0.1, 0.2]),))
+
+
+def iterate_grown_list(x):
+    a = []
+    for i in range(3):
+        a.append(x * i)
+    s = 0.0
+    for v in a:
+        s = s + np.sum(v ** 2)
+    return s
+
+
+def test_iterating_over_a_grown_list_is_refused_at_its_line():
+    """It once crashed in the generated code (a list has no shape)."""
+    with pytest.raises(SrcgradError, match="iterating over a list") as info:
+        srcgrad.grad(iterate_grown_list, cache=False)(np.ones(2))
+    assert info.value.filename == __file__
