@@ -1462,16 +1462,18 @@ class Lowerer:
 
     def apply(self, f, args, kwargs, node):
         hashable = _hashable(f)
-        if args and isinstance(args[0], Var) and args[0].kind == "list":
+        if args and isinstance(args[0], Var) and args[0].kind == "list" and \
+                f is not builtins.len:
             if f in (numpy.stack, numpy.array, numpy.asarray):
                 axis = kwargs.pop("axis", 0)
                 if kwargs or len(args) > 1:
                     raise self.unsupported(f"{f.__name__}() of a list with these arguments is",
                                            node)
                 return self.b.stage(STACK_LIST, [args[0]], {"axis": axis})
-            raise self.unsupported(
+            raise self.error(
                 f"{getattr(f, '__name__', f)}() of a list built in a run-time loop or branch "
-                "is not supported (np.stack(list) and len(list) are); it", node)
+                "is not supported by srcgrad (np.stack(list) and len(list) are)", node,
+                UnsupportedSyntaxError)
         adapter = NUMPY.get(f) if hashable else None
         if adapter is not None:
             return adapter(*args, **kwargs)

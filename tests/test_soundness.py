@@ -430,3 +430,14 @@ def test_iterating_over_a_grown_list_is_refused_at_its_line():
     with pytest.raises(SrcgradError, match="iterating over a list") as info:
         srcgrad.grad(iterate_grown_list, cache=False)(np.ones(2))
     assert info.value.filename == __file__
+
+
+def stack_times_len(x, n):
+    a = []
+    for i in range(n):
+        a.append(x * i)
+    return np.sum(np.stack(a)) * len(a)
+
+
+def test_len_of_a_grown_list_works_as_the_message_says():
+    check_grad(stack_times_len, (np.array([0.3, -0.2]), 3), tape=False)
