@@ -46,6 +46,7 @@ import warnings
 import numpy
 
 from .errors import CacheWarning
+from .frontend import code_names
 
 __all__ = ["cache_dir", "cache_key", "load", "store", "clear", "exec_source"]
 
@@ -93,12 +94,7 @@ def _function_text(fn, seen: set, depth: int = 0) -> str:
     # it changes with every change of code, names, constants or line numbers
     parts = [hashlib.sha256(marshal.dumps(code)).hexdigest(),
              f"@{code.co_filename}:{code.co_firstlineno}"]
-    names = set()
-    stack = [code]
-    while stack:
-        c = stack.pop()
-        names.update(c.co_names)
-        stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+    names = code_names(code)
     g = fn.__globals__
     for name in sorted(names):
         if name in g:

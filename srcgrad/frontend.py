@@ -232,7 +232,7 @@ def _source_changed(fn, code, lines: list, firstlineno: int) -> bool:
     # bound by an import: mark the names bound to modules as imported (compiling does not
     # run the import)
     g = getattr(fn, "__globals__", {})
-    modules = sorted(n for n in _all_names(code) if isinstance(g.get(n), types.ModuleType))
+    modules = sorted(n for n in code_names(code) if isinstance(g.get(n), types.ModuleType))
     text = "\n" * (firstlineno - 1 - len(heads)) + \
         "".join(lead[:k] + h + "\n" for k, h in enumerate(heads)) + "".join(lines) + \
         ("\nimport " + ", ".join(f"_ as {n}" for n in modules) + "\n" if modules else "")
@@ -254,7 +254,7 @@ def _source_changed(fn, code, lines: list, firstlineno: int) -> bool:
     return not (_same_code(found, code) or _same_code(found, code, loose=True))
 
 
-def _all_names(code) -> set:
+def code_names(code) -> set:
     names = set()
     stack = [code]
     while stack:
