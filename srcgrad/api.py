@@ -446,7 +446,8 @@ class _CompiledBase:
 
     def _call_structured(self, args, kwargs):
         full = _bind(self.fun, args, kwargs)
-        if not any(_pytree.is_structured(a) for a in full):
+        wrt = set(self.wrt_index)
+        if not any(_pytree.is_structured(a, i in wrt) for i, a in enumerate(full)):
             impl = self._ready()
             if _CUPY_NAME in sys.modules:
                 impl = self._gpu_impl(args, kwargs) or impl
@@ -455,7 +456,7 @@ class _CompiledBase:
                 isinstance(self, NestedGradFunction):
             raise _structures_refused(self.kind, self.fun)
         names = [n for n, _ in self._param_names()]
-        key, leaves = _pytree.flatten_args(full, names, set(self.wrt_index),
+        key, leaves = _pytree.flatten_args(full, names, wrt,
                                            f"srcgrad.{self.kind}({self.fun.__name__})")
         entry = self._entries.get(key)
         if entry is None:
@@ -1005,6 +1006,7 @@ def hessian(fun: Callable, *, wrt: Any = 0, cache: bool = True):
     @functools.wraps(fun)
     def hessian_fn(*args, **kwargs):
         full = _bind(fun, args, kwargs)
+        _refuse_structures("hessian", fun, full, {})
         x = numpy.asarray(full[h.wrt_index[0]])
         x = x.astype(numpy.result_type(x, 1.0), copy=False)
         full[h.wrt_index[0]] = x
@@ -1047,6 +1049,7 @@ def jacobian(fun: Callable, *, wrt: Any = 0, mode: str = "rev", cache: bool = Tr
     @functools.wraps(fun)
     def jacobian_fn(*args, **kwargs):
         full = _bind(fun, args, kwargs)
+        _refuse_structures("jacobian", fun, full, {})
         x = numpy.asarray(full[wi])
         x = x.astype(numpy.result_type(x, 1.0), copy=False)
         full[wi] = x
@@ -1062,7 +1065,6 @@ def jacobian(fun: Callable, *, wrt: Any = 0, mode: str = "rev", cache: bool = Tr
                 ef[k] = 0
             return numpy.stack(rows).reshape(out.shape + x.shape) if rows else \
                 numpy.zeros(out.shape + x.shape)
-        _refuse_structures("jacobian", fun, full, {})
         impl = fj._ready()
         zeros = [numpy.zeros_like(numpy.asarray(a, dtype=float)) for a in full]
         cols, out = [], None

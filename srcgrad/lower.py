@@ -870,6 +870,8 @@ class Lowerer:
         if node.orelse:
             raise self.unsupported("`else` on a loop is", node)
         plan = self.plan(node.iter)
+        if self._indexes_a_container(node, plan):
+            plan = list(range(plan.start, plan.stop, plan.step))
         if isinstance(plan, list):  # a Python sequence of values: unrolled
             if any(isinstance(n, (ast.Break, ast.Continue)) for n in _walk_local(node.body)):
                 raise self.unsupported("break/continue in a loop over a Python list is", node)
@@ -880,6 +882,25 @@ class Lowerer:
                 self.run_body(cont)
             return
         self.loop(node, plan, cont or ())
+
+    def _indexes_a_container(self, node, plan) -> bool:
+        """Is this `for i in range(<constants>)` loop one that indexes a Python list, tuple
+        or dict with `i` (`layers[i]`, a structured argument's)? Then it is unrolled, as
+        a loop over the container is."""
+        if not (isinstance(plan, _Plan) and isinstance(node.target, ast.Name) and
+                isinstance(node.iter, ast.Call) and isinstance(node.iter.func, ast.Name) and
+                node.iter.func.id == "range" and not plan.reverse and
+                all(type(v) is int for v in (plan.start, plan.stop, plan.step))):
+            return False
+        if any(isinstance(n, (ast.Break, ast.Continue)) for n in _walk_local(node.body)):
+            return False
+        name = node.target.id
+        for n in _walk_local(node.body, loops=True):
+            if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and \
+                    isinstance(self.env.get(n.value.id), (list, tuple, dict)) and \
+                    any(isinstance(m, ast.Name) and m.id == name for m in ast.walk(n.slice)):
+                return True
+        return False
 
     def stmt_While(self, node, cont=None):
         if node.orelse:

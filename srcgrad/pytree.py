@@ -12,8 +12,10 @@ Rules (also in the README):
 - dict keys must be str or int; leaves keep the dict's insertion order (the gradient
   dict has the keys in the order the argument had them). A dict with the same keys in
   another order is another structure (compiled once more).
-- a top-level list or tuple of numbers only (`[1.0, 2.0]`) is an array, as before; inside
-  a structure every list and tuple is a structure node.
+- a differentiated list or tuple is a structure (`grad(f)([1.0, 2.0])` returns a list of
+  two gradients); a list or tuple of numbers only in an argument that is not
+  differentiated is one run-time value, as before; inside a structure every list and
+  tuple is a structure node.
 - in a differentiated argument every leaf is differentiated: an array or a real number
   (int, float, numpy scalar); anything else is a TypeError.
 - in an argument that is not differentiated, arrays and floats are run-time inputs;
@@ -47,13 +49,15 @@ def _is_array(x) -> bool:
         and type(x).__module__.split(".")[0] == "cupy")
 
 
-def is_structured(x) -> bool:
-    """Is this argument a structure (flattened), rather than one value?"""
+def is_structured(x, wrt: bool = False) -> bool:
+    """Is this argument a structure (flattened), rather than one value? A differentiated
+    list or tuple always is; one that is not differentiated is one value (as before) when
+    it holds numbers only."""
     t = type(x)
     if t is dict or _is_namedtuple(x):
         return True
     if isinstance(x, (list, tuple)) and t in (list, tuple):
-        return not all(isinstance(i, _NUMBER_TYPES) for i in x)
+        return wrt or not all(isinstance(i, _NUMBER_TYPES) for i in x)
     return False
 
 
@@ -109,7 +113,7 @@ def flatten_args(args, names, wrt, fname):
     parameters."""
     key, leaves = [], []
     for i, a in enumerate(args):
-        if is_structured(a):
+        if is_structured(a, i in wrt):
             key.append(_flatten(a, i in wrt, names[i], (), leaves, fname))
         else:
             key.append(None)
