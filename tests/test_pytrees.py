@@ -490,3 +490,41 @@ def test_dict_items_loop(rng):
     p = {"a": rng.normal(size=3), "b": rng.normal(size=3)}
     grads = srcgrad.grad(f)(p, x)
     check_tree(f, (p, x), 0, grads)
+
+
+def test_range_len_loop_over_a_list_of_dicts(rng):
+    def f(layers, x):
+        for i in range(len(layers)):
+            x = np.tanh(x @ layers[i]["W"] + layers[i]["b"])
+        return np.sum(x ** 2)
+
+    x = rng.normal(size=(3, 2))
+    layers = [{"W": rng.normal(size=(2, 2)), "b": rng.normal(size=2)} for _ in range(3)]
+    grads = srcgrad.grad(f)(layers, x)
+    check_tree(f, (layers, x), 0, grads)
+
+
+def test_a_method_a_keyword_only_structure_and_an_empty_one(rng):
+    class Model:
+        scale = 1.5
+
+        @srcgrad.grad(wrt=1)
+        def loss(self, p):
+            return self.scale * np.sum(np.sin(p["w"]))
+
+    p = {"w": rng.normal(size=3)}
+    np.testing.assert_allclose(Model().loss(p)["w"], 1.5 * np.cos(p["w"]), rtol=1e-12)
+
+    def k(x, *, p):
+        return np.sum(x * p["a"] ** 2)
+
+    x = rng.normal(size=2)
+    gp = srcgrad.grad(k, wrt="p")(x, p={"a": np.full(2, 3.0)})
+    np.testing.assert_allclose(gp["a"], 6.0 * x, rtol=1e-12)
+
+    def h(p, x):
+        return np.sum(x ** 2)
+
+    gp, gx = srcgrad.grad(h, wrt=(0, 1))({}, x)
+    assert gp == {}
+    np.testing.assert_allclose(gx, 2 * x, rtol=1e-12)
