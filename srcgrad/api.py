@@ -452,7 +452,7 @@ class _CompiledBase:
             if _CUPY_NAME in sys.modules:
                 impl = self._gpu_impl(args, kwargs) or impl
             return impl(*args, **kwargs)
-        if self.kind not in ("grad", "value_and_grad") or \
+        if self.kind not in ("grad", "value_and_grad", "vjp") or \
                 isinstance(self, NestedGradFunction):
             raise _structures_refused(self.kind, self.fun)
         names = [n for n, _ in self._param_names()]
@@ -490,6 +490,9 @@ class _CompiledBase:
                          for i, x in zip(self.wrt_index, g))
         if self.kind == "value_and_grad":
             return out[0], grads(out[1])
+        if self.kind == "vjp":
+            value, pullback = out
+            return value, functools.wraps(pullback)(lambda ct: grads(pullback(ct)))
         if self.has_aux:
             return grads(out[0]), out[1]
         return grads(out)
@@ -562,7 +565,8 @@ def _refuse_structures(kind, fun, args, kwargs):
 def _structures_refused(kind, fun):
     return TypeError(f"srcgrad.{kind}({getattr(fun, '__name__', fun)}): an argument is a "
                      "structure (a dict, a list or tuple holding arrays, a namedtuple); "
-                     "structured arguments are supported by grad and value_and_grad only. "
+                     "structured arguments are supported by grad, value_and_grad and vjp "
+                     "only. "
                      "Pass arrays, or flatten the structure into separate arguments")
 
 

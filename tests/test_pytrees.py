@@ -451,15 +451,41 @@ def test_other_transformations_refuse_structures_clearly():
         return np.sum(p["w"] ** 2)
 
     p = {"w": np.ones(3)}
-    msg = "supported by grad and value_and_grad only"
-    with pytest.raises(TypeError, match=msg):
-        srcgrad.vjp(f, p)
+    msg = "supported by grad, value_and_grad and vjp only"
     with pytest.raises(TypeError, match=msg):
         srcgrad.jvp(f, (p,), (p,))
     with pytest.raises(TypeError, match=msg):
         srcgrad.hessian(f)(p)
     with pytest.raises(TypeError, match=msg):
         srcgrad.hvp(f)(p, p)
+    with pytest.raises(TypeError, match=msg):
+        srcgrad.jacobian(f)(p)
+    with pytest.raises(TypeError, match=msg):
+        srcgrad.grad(srcgrad.grad(f))(p)
+
+
+def test_vjp_of_a_structure(rng):
+    def layer(p, x):
+        return np.tanh(x @ p["W"] + p["b"])
+
+    p = {"W": rng.normal(size=(3, 2)), "b": rng.normal(size=2)}
+    x = rng.normal(size=(4, 3))
+    out, pullback = srcgrad.vjp(layer, p, x)
+    np.testing.assert_allclose(out, layer(p, x), rtol=1e-12)
+    ct = rng.normal(size=(4, 2))
+    grads = pullback(ct)
+    assert pullback(ct)["W"] is not grads["W"]  # callable again, fresh arrays
+    inner = lambda p, x: np.sum(ct * layer(p, x))  # noqa: E731
+    check_tree(inner, (p, x), 0, grads)
+    # a namedtuple, and the structure beside an array
+    lp = Layer(p["W"], p["b"])
+    named = lambda lp, x: np.tanh(x @ lp.W + lp.b)  # noqa: E731
+    g_named = srcgrad.vjp(named, lp, x)[1](ct)
+    assert type(g_named) is Layer
+    np.testing.assert_allclose(g_named.W, grads["W"], rtol=1e-12)
+    gp, gx = srcgrad.vjp(layer, p, x, wrt=(0, 1))[1](ct)
+    check_tree(inner, (p, x), 1, gx)
+    np.testing.assert_allclose(gp["b"], grads["b"], rtol=1e-12)
 
 
 def test_unpacking_and_len_of_a_structure(rng):
