@@ -144,6 +144,7 @@ class _CompiledBase:
         self._parent = None  # ... and the transformation it is an entry of
         self._entries = {}  # treedefs -> the entry compiled for them
         self._last_entry = None
+        self._names = None  # the parameters' names (structured calls)
         functools.update_wrapper(self, fun)
         _LIVE.add(self)
 
@@ -432,10 +433,9 @@ class _CompiledBase:
 
     def __call__(self, *args, **kwargs):
         for a in args:
-            if type(a) in _CONTAINERS or isinstance(a, tuple):
+            if isinstance(a, _CONTAINERS):
                 return self._call_structured(args, kwargs)
-        if kwargs and any(type(a) in _CONTAINERS or isinstance(a, tuple)
-                          for a in kwargs.values()):
+        if kwargs and any(isinstance(a, _CONTAINERS) for a in kwargs.values()):
             return self._call_structured(args, kwargs)
         impl = self._ready()
         if _CUPY_NAME in sys.modules:
@@ -455,7 +455,9 @@ class _CompiledBase:
         if self.kind not in ("grad", "value_and_grad", "vjp") or \
                 isinstance(self, NestedGradFunction):
             raise _structures_refused(self.kind, self.fun)
-        names = [n for n, _ in self._param_names()]
+        names = self._names
+        if names is None:
+            names = self._names = [n for n, _ in self._param_names()]
         key, leaves = _pytree.flatten_args(full, names, wrt,
                                            f"srcgrad.{self.kind}({self.fun.__name__})")
         entry = self._entries.get(key)
@@ -554,7 +556,7 @@ class _CompiledBase:
                           fuse=self.fuse)
 
 
-_CONTAINERS = (dict, list)
+_CONTAINERS = (dict, list, tuple)  # arguments that may be structures (srcgrad.pytree)
 
 
 def _refuse_structures(kind, fun, args, kwargs):

@@ -55,11 +55,15 @@ def is_structured(x, wrt: bool = False) -> bool:
     list or tuple always is; one that is not differentiated is one value (as before) when
     it holds numbers only."""
     t = type(x)
-    if t is dict or _is_namedtuple(x):
+    if isinstance(x, dict) or _is_namedtuple(x):  # a dict subclass: refused by _flatten
         return True
     if isinstance(x, (list, tuple)) and t in (list, tuple):
         return wrt or not all(isinstance(i, _NUMBER_TYPES) for i in x)
     return False
+
+
+def _a(word: str) -> str:
+    return ("an " if word[:1].lower() in "aeiou" else "a ") + word
 
 
 def _path_text(name, path) -> str:
@@ -85,7 +89,7 @@ def _flatten(x, wrt: bool, name: str, path: tuple, leaves: list, fname: str):
         return (t.__name__, tuple(_flatten(v, wrt, name, path + (i,), leaves, fname)
                                   for i, v in enumerate(x)))
     if isinstance(x, (list, tuple, dict)):
-        raise TypeError(f"{fname}: {_path_text(name, path)} is a {t.__name__}, a subclass of "
+        raise TypeError(f"{fname}: {_path_text(name, path)} is {_a(t.__name__)}, a subclass of "
                         f"{t.__mro__[1].__name__}; structured arguments take plain dicts, "
                         "lists, tuples and namedtuples")
     if _is_array(x):
@@ -94,7 +98,7 @@ def _flatten(x, wrt: bool, name: str, path: tuple, leaves: list, fname: str):
     if wrt:
         if isinstance(x, (bool, numpy.bool_)) or not isinstance(x, numbers.Real):
             raise TypeError(
-                f"{fname}: {_path_text(name, path)} is a {t.__name__}, but every leaf of a "
+                f"{fname}: {_path_text(name, path)} is {_a(t.__name__)}, but every leaf of a "
                 "differentiated argument is differentiated: it must be an array or a real "
                 "number (pass other values in an argument that is not differentiated)")
         leaves.append(x)
@@ -104,7 +108,7 @@ def _flatten(x, wrt: bool, name: str, path: tuple, leaves: list, fname: str):
         return LEAF
     if isinstance(x, (bool, int, str, type(None), numpy.integer, numpy.bool_)):
         return ("const", type(x), x)
-    raise TypeError(f"{fname}: {_path_text(name, path)} is a {t.__name__}; the leaves of a "
+    raise TypeError(f"{fname}: {_path_text(name, path)} is {_a(t.__name__)}; the leaves of a "
                     "structured argument must be arrays, numbers, strings or None")
 
 

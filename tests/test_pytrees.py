@@ -442,8 +442,14 @@ def test_keys_must_be_str_or_int():
 
 def test_unsupported_leaf_in_a_plain_structure():
     g = srcgrad.grad(lambda x, cfg: np.sum(x) * 2.0)
-    with pytest.raises(TypeError, match=r"cfg\['f'\] is a object"):
+    with pytest.raises(TypeError, match=r"cfg\['f'\] is an object; the leaves of a structured"):
         g(np.ones(2), {"f": object()})
+
+
+def test_a_dict_subclass_is_refused_clearly():
+    g = srcgrad.grad(lambda p: np.sum(p["w"]))
+    with pytest.raises(TypeError, match=r"p is an OrderedDict, a subclass of dict"):
+        g(collections.OrderedDict(w=np.ones(2)))
 
 
 def test_other_transformations_refuse_structures_clearly():
