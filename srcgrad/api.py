@@ -567,8 +567,8 @@ def _refuse_structures(kind, fun, args, kwargs):
 def _structures_refused(kind, fun):
     return TypeError(f"srcgrad.{kind}({getattr(fun, '__name__', fun)}): an argument is a "
                      "structure (a dict, a list or tuple holding arrays, a namedtuple); "
-                     "structured arguments are supported by grad, value_and_grad and vjp "
-                     "only. "
+                     "structured arguments are supported by grad, value_and_grad, vjp and "
+                     "jvp only. "
                      "Pass arrays, or flatten the structure into separate arguments")
 
 
@@ -819,6 +819,52 @@ class JVPFunction(_CompiledBase):
     def _owned(self, returns):
         return True, {v.id for v in iter_vars(returns[0])}
 
+    def _call_structured_jvp(self, primals, tangents):
+        """jvp with structured primals: each tangent has its primal's structure (None:
+        zeros); one entry per structure, as for grad."""
+        import numpy
+
+        fname = f"srcgrad.jvp({self.fun.__name__})"
+        names = [n for n, _ in self._param_names()]
+        key, leaves, tleaves = [], [], []
+        for name, p, t in zip(names, primals, tangents):
+            if not _pytree.is_structured(p):
+                if _pytree.is_structured(t):
+                    raise TypeError(f"{fname}: the tangent of {name} is a structure, but its "
+                                    "primal is not; a tangent has its primal's structure")
+                key.append(None)
+                leaves.append(p)
+                tleaves.append(numpy.zeros_like(numpy.asarray(p, dtype=float))
+                               if t is None else t)
+                continue
+            (tree,), pl = _pytree.flatten_args([p], [name], {0}, fname)
+            key.append(tree)
+            leaves += pl
+            if t is None:
+                tleaves += [numpy.zeros_like(numpy.asarray(x, dtype=float)) for x in pl]
+                continue
+            try:
+                (ttree,), tl = _pytree.flatten_args([t], [name], {0}, fname)
+            except TypeError:
+                ttree = None
+            if ttree != tree:
+                raise TypeError(f"{fname}: the tangent of {name} must have its primal's "
+                                "structure (the same containers, keys and lengths, an array "
+                                "or number at each leaf)")
+            tleaves += tl
+        key = tuple(key)
+        with self._compile_lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                entry = JVPFunction(self.fun, cache=self.use_disk_cache)
+                entry._tree, entry._parent = key, self
+                self._entries[key] = entry
+        self._last_entry = entry
+        impl = entry._ready()
+        if _CUPY_NAME in sys.modules:
+            impl = entry._gpu_impl(leaves + tleaves, {}) or impl
+        return impl(*leaves, *tleaves)
+
     def _function_code(self, fname, src, opt, returns, named, as_float, check, nested):
         fc = FunctionCode(fname, "", opt.eqns, returns, named)
         fc.floats_fixed = True  # primals are taken as given (Python numbers included)
@@ -979,11 +1025,12 @@ def jvp(fun: Callable, primals, tangents):
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise ValueError("jvp: primals and tangents must have the same length")
-    _refuse_structures("jvp", fun, primals + tangents, {})
     f = _jvp_compiled(fun)
     n = len(inspect.signature(fun).parameters)
     if len(primals) != n:
         raise TypeError(f"jvp: {fun.__name__}() takes {n} arguments, got {len(primals)}")
+    if any(_pytree.is_structured(a) for a in primals + tangents):
+        return f._call_structured_jvp(primals, tangents)
     ts = [numpy.zeros_like(numpy.asarray(p, dtype=float)) if t is None else t
           for p, t in zip(primals, tangents)]
     impl = f._ready()

@@ -6,8 +6,9 @@ treedef (srcgrad.api), whose generated function takes the leaves as parameters: 
 binds the user's parameter name to the same structure built of the leaves' Vars
 (`build`), so `params["W1"]`, `W, b = layers[0]` and `for W, b in layers:` are lowered as
 for any static Python container. The gradient is the same structure of the leaves'
-gradients (`unflatten`). grad, value_and_grad and vjp take structures; the other
-transformations refuse them with a TypeError.
+gradients (`unflatten`). grad, value_and_grad and vjp take structures, and jvp takes
+structured primals with tangents of the same structures; hvp, hessian, jacobian and
+grad(grad(f)) refuse them with a TypeError.
 
 Rules (also in the README):
 - dict keys must be str or int; leaves keep the dict's insertion order (the gradient

@@ -457,9 +457,7 @@ def test_other_transformations_refuse_structures_clearly():
         return np.sum(p["w"] ** 2)
 
     p = {"w": np.ones(3)}
-    msg = "supported by grad, value_and_grad and vjp only"
-    with pytest.raises(TypeError, match=msg):
-        srcgrad.jvp(f, (p,), (p,))
+    msg = "supported by grad, value_and_grad, vjp and jvp only"
     with pytest.raises(TypeError, match=msg):
         srcgrad.hessian(f)(p)
     with pytest.raises(TypeError, match=msg):
@@ -560,3 +558,25 @@ def test_a_method_a_keyword_only_structure_and_an_empty_one(rng):
     gp, gx = srcgrad.grad(h, wrt=(0, 1))({}, x)
     assert gp == {}
     np.testing.assert_allclose(gx, 2 * x, rtol=1e-12)
+
+
+def test_jvp_of_a_structure(rng):
+    def f(p, x):
+        return np.tanh(x @ p["W"] + p["b"]) * p["s"]
+
+    p = {"W": rng.normal(size=(3, 2)), "b": rng.normal(size=2), "s": 1.5}
+    x = rng.normal(size=(4, 3))
+    t = {"W": rng.normal(size=(3, 2)), "b": rng.normal(size=2), "s": 0.3}
+    tx = rng.normal(size=(4, 3))
+    out, tout = srcgrad.jvp(f, (p, x), (t, tx))
+    np.testing.assert_allclose(out, f(p, x), rtol=1e-12)
+    eps = 1e-6
+    plus = f({k: p[k] + eps * t[k] for k in p}, x + eps * tx)
+    minus = f({k: p[k] - eps * t[k] for k in p}, x - eps * tx)
+    np.testing.assert_allclose(tout, (plus - minus) / (2 * eps), rtol=1e-5, atol=1e-8)
+    # None: a zero tangent for the whole structure
+    _, t_only_x = srcgrad.jvp(f, (p, x), (None, tx))
+    plus, minus = f(p, x + eps * tx), f(p, x - eps * tx)
+    np.testing.assert_allclose(t_only_x, (plus - minus) / (2 * eps), rtol=1e-5, atol=1e-8)
+    with pytest.raises(TypeError, match="must have its primal's structure"):
+        srcgrad.jvp(f, (p, x), ({"W": t["W"], "b": t["b"]}, tx))
