@@ -915,6 +915,8 @@ class Lowerer:
         if node.orelse:
             raise self.unsupported("`else` on a loop is", node)
         plan = self.plan(node.iter)
+        if self._indexes_a_container(node, plan):
+            plan = list(range(plan.start, plan.stop, plan.step))
         if isinstance(plan, list):  # a Python sequence of values: unrolled
             if any(isinstance(n, (ast.Break, ast.Continue)) for n in _walk_local(node.body)):
                 raise self.unsupported("break/continue in a loop over a Python list is", node)
@@ -925,6 +927,25 @@ class Lowerer:
                 self.run_body(cont)
             return
         self.loop(node, plan, cont or ())
+
+    def _indexes_a_container(self, node, plan) -> bool:
+        """Is this `for i in range(<constants>)` loop one that indexes a Python list, tuple
+        or dict with `i` (`layers[i]`, a structured argument's)? Then it is unrolled, as
+        a loop over the container is."""
+        if not (isinstance(plan, _Plan) and isinstance(node.target, ast.Name) and
+                isinstance(node.iter, ast.Call) and isinstance(node.iter.func, ast.Name) and
+                node.iter.func.id == "range" and not plan.reverse and
+                all(type(v) is int for v in (plan.start, plan.stop, plan.step))):
+            return False
+        if any(isinstance(n, (ast.Break, ast.Continue)) for n in _walk_local(node.body)):
+            return False
+        name = node.target.id
+        for n in _walk_local(node.body, loops=True):
+            if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and \
+                    isinstance(self.env.get(n.value.id), (list, tuple, dict)) and \
+                    any(isinstance(m, ast.Name) and m.id == name for m in ast.walk(n.slice)):
+                return True
+        return False
 
     def stmt_While(self, node, cont=None):
         if node.orelse:
@@ -1537,6 +1558,17 @@ class Lowerer:
                                                                  list):
             if f.__name__ in ("append", "extend", "pop", "index"):
                 return f(*args)
+        if isinstance(f, types.BuiltinMethodType) and \
+                type(getattr(f, "__self__", None)) is dict and \
+                f.__name__ in ("get", "keys", "values", "items"):
+            d = f.__self__  # reading a dict: a structured argument's or the function's own
+            if f.__name__ == "get" and not kwargs and 1 <= len(args) <= 2 and \
+                    not _has_var(args[0]):
+                if args[0] in d:  # as d[key]: an array of a global dict is read at run time
+                    return self.b.reads.item(d, args[0], d[args[0]])
+                return args[1] if len(args) == 2 else None
+            if self.b.reads.path_of(d) is None and not kwargs and not args:
+                return f()
         if isinstance(f, types.FunctionType):
             return self.inline(f, args, kwargs, node)
         if isinstance(f, types.MethodType) and isinstance(f.__func__, types.FunctionType):
@@ -1634,13 +1666,16 @@ def _hashable(f) -> bool:
     return True
 
 
-def lower(fn, same=(), floats=()) -> tuple[Graph, Source, dict]:
+def lower(fn, same=(), floats=(), trees=None) -> tuple[Graph, Source, dict]:
     """Lower `fn` to a Graph whose inputs are its parameters and whose outputs are its
     return value (flattened: see `Graph.outputs`). Returns (graph, source, reads): what it
     read from outside the function (srcgrad.guards).
     The parameters at the indices `same` are taken to have one shape and one dtype (for
     the fast path that runs when a call's arguments do); those at `floats` to be floating
-    point (the generated code makes them so)."""
+    point (the generated code makes them so). `trees` (srcgrad.pytree) gives, per
+    parameter, the treedef of a structured argument (None for one value): the parameter
+    is then bound to that structure of Vars, one graph input per run-time leaf, and
+    `graph.params` holds each parameter's value (a Var or a structure)."""
     src = parse_function(fn)
     a = src.tree.args
     low = Lowerer(src, Builder(), {}, (fn.__code__,))
@@ -1656,13 +1691,31 @@ def lower(fn, same=(), floats=()) -> tuple[Graph, Source, dict]:
         src.tree = copy.copy(src.tree)
         src.tree.args = a  # the generated function's signature: the bound one
     params = [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs]
-    inputs = [Var(p, "array") for p in params]
+    if trees is None:
+        inputs = [Var(p, "array") for p in params]
+        values = list(inputs)
+        leaves = [[v] for v in inputs]
+    else:
+        from . import pytree
+
+        taken = set(params)
+        inputs, values, leaves = [], [], []
+        for p, tree in zip(params, trees):
+            if tree is None:
+                v = Var(p, "array")
+                values.append(v)
+                leaves.append([v])
+            else:
+                values.append(pytree.build(tree, p, Var, taken))
+                leaves.append(pytree.leaves_of(tree, values[-1]))
+            inputs.extend(leaves[-1])
     low.b.inputs.update(v.id for v in inputs)
     for i in floats:
-        inputs[i].dclass = ("f", inputs[i].id)
+        for v in leaves[i]:
+            v.dclass = ("f", v.id)
     for i in same:
         inputs[i].sclass, inputs[i].dclass = ("same",), ("same",)
-    low.env.update(zip(params, inputs))
+    low.env.update(zip(params, values))
     with staging(low.b):
         try:
             low.run_body(src.tree.body)
@@ -1670,4 +1723,5 @@ def lower(fn, same=(), floats=()) -> tuple[Graph, Source, dict]:
         except _Return as r:
             result = r.value
     graph = Graph(inputs, low.b.eqns, [result], name=fn.__name__, named=low.b.named)
+    graph.params, graph.param_leaves = values, leaves
     return graph, src, low.b.reads

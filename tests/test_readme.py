@@ -22,18 +22,25 @@ def _readme_blocks():
     return re.findall(r"```python\n(def (?:grad|hvp)_.*?)\n```", text, re.S)
 
 
+def _grad_mlp():
+    import numpy as np
+
+    g = srcgrad.grad(m.mlp)
+    params = {"W1": np.ones((3, 8)), "b1": np.zeros(8), "W2": np.ones((8, 1)),
+              "b2": np.zeros(1)}
+    g(params, np.ones((4, 3)), np.ones((4, 1)))  # the entry for a dict of four arrays
+    return g
+
+
 @pytest.mark.parametrize("make", [
     lambda: srcgrad.grad(m.f, wrt=("x", "y")),
     lambda: srcgrad.grad(m.rnn, wrt=("W", "U")),
     lambda: srcgrad.hvp(m.energy),
-], ids=["grad_f", "grad_rnn", "hvp_energy"])
+    _grad_mlp,
+], ids=["grad_f", "grad_rnn", "hvp_energy", "grad_mlp"])
 def test_readme_shows_the_generated_code(make):
     blocks = _readme_blocks()
     assert _body(make().source) in blocks
-
-
-def test_readme_lists_three_generated_listings():
-    assert len(_readme_blocks()) == 3
 
 
 def test_readme_method_example_runs_and_is_right():
@@ -45,3 +52,7 @@ def test_readme_method_example_runs_and_is_right():
     check_grad(model.loss, (x, y), compiled=srcgrad.grad(model.loss, cache=False))
     f = lambda W: np.sum(np.tanh(x @ W))  # noqa: E731
     check_grad(f, (model.W,), compiled=srcgrad.grad(f, cache=False))
+
+
+def test_readme_lists_four_generated_listings():
+    assert len(_readme_blocks()) == 4
