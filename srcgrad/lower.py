@@ -1423,6 +1423,11 @@ class Lowerer:
                              "item in a variable of its own as well, e.g. `h = np.tanh(h); "
                              "hs.append(h)`", node, UnsupportedSyntaxError)
         if isinstance(obj, Var):
+            if any(isinstance(i, str) for i in (idx if isinstance(idx, tuple) else (idx,))):
+                raise self.error(f"indexing an array with the string {idx!r}: this value is "
+                                 "an array here (a structured argument, such as a dict, is "
+                                 "compiled when the function is called with one)", node,
+                                 UnsupportedSyntaxError)
             return ops.getitem(obj, idx)
         if _has_var(idx):
             if isinstance(obj, (tuple, list)):

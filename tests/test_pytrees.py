@@ -580,3 +580,13 @@ def test_jvp_of_a_structure(rng):
     np.testing.assert_allclose(t_only_x, (plus - minus) / (2 * eps), rtol=1e-5, atol=1e-8)
     with pytest.raises(TypeError, match="must have its primal's structure"):
         srcgrad.jvp(f, (p, x), ({"W": t["W"], "b": t["b"]}, tx))
+
+
+def test_source_before_a_structured_call_is_a_located_error():
+    """`.source` compiles for array arguments; a string index into one was once emitted
+    and failed in numpy at run time."""
+    g = srcgrad.grad(lambda p: np.sum(p["W"]), cache=False)  # noqa: E731
+    with pytest.raises(srcgrad.SrcgradError, match="string 'W'") as info:
+        g.source
+    assert info.value.filename == __file__
+    np.testing.assert_allclose(g({"W": np.ones(2)})["W"], np.ones(2))
