@@ -22,6 +22,7 @@ import importlib.util
 import itertools
 import os
 import signal
+import warnings
 
 import numpy as np
 import pytest
@@ -139,6 +140,7 @@ def check_program(program, directory, refusals=False):
     except Refused:
         return None
     check_against_oracles(program, fn, got)
+    record_outcome(program, "checked")
     return g
 
 
@@ -203,6 +205,7 @@ def test_module_globals_mutated_between_calls(program_dir, program, data):
     except Refused:
         return
     check_against_oracles(program, fn, got)
+    record_outcome(program, "checked")
     arrays = sorted(program.constants)
     assume(arrays)
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="new values"))
@@ -222,7 +225,8 @@ def test_module_globals_mutated_between_calls(program_dir, program, data):
         else:
             namespace[name] = new
         try:
-            with np.errstate(all="ignore"):
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # the mean of an empty mask
                 value = np.asarray(on_copies(fn)(*program.args), dtype=float)
         except Exception as err:  # e.g. `min(G0, 0.3).sum()`: min now returns the float
             event(f"the changed program fails: {type(err).__name__}")
@@ -326,6 +330,7 @@ def test_long_straight_line_program(program_dir, monkeypatch_module, program):
     assert counts["rewrites"] <= MAX_REWRITES_PER_STATEMENT * n, (counts, n)
     assert lines <= MAX_LINES_PER_STATEMENT * n, (lines, n)
     check_against_oracles(program, fn, got)
+    record_outcome(program, "checked")
 
 
 @pytest.fixture(scope="module")
