@@ -14,7 +14,7 @@ breaking a default run. A failing example is reproduced from what hypothesis pri
 falsifying example and `@reproduce_failure`), not from the database.
 
 At the end of a session that ran feature programs (tests/test_property.py), a table counts
-per feature tag the programs generated and the refusals (programs.feature_summary).
+per feature tag the programs generated, checked and refused (programs.feature_summary).
 
 Every test gets its own srcgrad disk cache (SRCGRAD_CACHE_DIR in a tmp dir), so the suite
 never reads or writes ~/.cache/srcgrad and tests cannot see each other's cache files.
@@ -54,7 +54,7 @@ def _private_srcgrad_cache(tmp_path_factory, monkeypatch):
 
 
 def pytest_terminal_summary(terminalreporter):
-    """Per feature tag of the generated programs: how many, how many refused."""
+    """Per feature tag of the generated programs: how many, checked, refused."""
     programs = sys.modules.get("programs")
     lines = programs.feature_summary() if programs is not None else []
     if lines:

@@ -714,7 +714,7 @@ class ProgramWriter:
             exec(f"for {i} in range({k}):\n    {body}", self.module_env(), ns)
         value = ns[t]
         if not np.all(np.isfinite(value)) or np.max(np.abs(value), initial=0) > MAX_ABS:
-            value = self.values[t]  # (kept as before: this loop is not rejected)
+            raise Reject("out of range")
         self.emit(f"for {i} in range({k}):")
         self.emit(f"    {body}", tags)
         self.used.update(self.names_in(e) | {t})
@@ -937,6 +937,8 @@ class ProgramWriter:
         """(text, truth) of `np.sum(a) > t` with t 0.5 away from the sum."""
         a = self.pick(self.operands(), label="condition")
         stat = self.draw(st.sampled_from(["sum", "mean"]), label="statistic")
+        if stat == "mean" and self.val(a).size == 0:
+            raise Reject("the mean of an empty array")
         value = float(getattr(np, stat)(self.val(a)))
         offset = self.draw(st.sampled_from([-0.5, 0.5]), label="side")
         op = self.draw(st.sampled_from([">", "<"]), label="cmp")

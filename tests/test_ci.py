@@ -30,3 +30,13 @@ def test_ci_runs_the_deep_property_tests_the_readme_names():
     assert f"`{deep}`" in readme
     tests = [c for c in _commands(_read(".ci/run")) if "pytest" in c]
     assert len(tests) == 2 and tests[1].endswith(deep)
+
+
+def test_default_runs_never_replay_saved_examples():
+    """A failure a deep run saved in `.hypothesis/` never breaks a default run."""
+    from hypothesis import settings
+
+    assert settings.get_profile("default").database is None
+    deep = settings.get_profile("deep").database
+    assert os.path.join(ROOT, ".hypothesis") in str(getattr(deep, "path", ""))
+    assert ".hypothesis/" in _read(".gitignore").split()

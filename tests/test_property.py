@@ -100,6 +100,7 @@ def check_against_oracles(program, fn, got, what=""):
     note = f"\n{program.source}\nwrt={program.wrt}{what}"
     pure = on_copies(fn)
     value = float(np.asarray(pure(*args)))
+    assert np.isfinite(value), f"a program whose value is not finite (a generator bug){note}"
     scale = 1.0 + abs(value)
     if len(program.wrt) == 1:  # a 1-tuple wrt still returns a tuple
         assert isinstance(got, tuple) and len(got) == 1, note
