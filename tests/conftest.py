@@ -1,9 +1,20 @@
 """Shared test configuration.
 
 Hypothesis profiles: "default" is sized for CI (the whole suite's property tests take well
-under two minutes); "deep" runs thousands of examples per property:
+under two minutes); "deep" runs many more examples per property (the whole suite in about
+ten minutes on two cores; CI runs the deep property tests, tests/test_property.py):
 
-    python -m pytest tests --hypothesis-profile=deep
+    python -m pytest --hypothesis-profile=deep
+
+The example database (`.hypothesis/`, ignored by git): the default profile uses none, so a
+default run never replays an example saved by another run, and two default runs of one
+checkout behave alike; a deep run saves the failures it finds in `.hypothesis/deep` and
+replays them first the next time it runs (what one wants while fixing them), without ever
+breaking a default run. A failing example is reproduced from what hypothesis prints (the
+falsifying example and `@reproduce_failure`), not from the database.
+
+At the end of a session that ran feature programs (tests/test_property.py), a table counts
+per feature tag the programs generated, checked and refused (programs.feature_summary).
 
 Every test gets its own srcgrad disk cache (SRCGRAD_CACHE_DIR in a tmp dir), so the suite
 never reads or writes ~/.cache/srcgrad and tests cannot see each other's cache files.
@@ -15,17 +26,20 @@ import sys
 
 import pytest
 from hypothesis import HealthCheck, settings
+from hypothesis.database import DirectoryBasedExampleDatabase
 
 # `tests/` holds plain helper modules (compiler_helpers, programs) imported by the tests
 sys.path.insert(0, os.path.dirname(__file__))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # max_examples is the number of random programs of tests/test_property.py's main property
 # (the other properties take a fraction of it)
 settings.register_profile(
-    "default", max_examples=300, deadline=None,
+    "default", max_examples=300, deadline=None, database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.register_profile(
     "deep", max_examples=5000, deadline=None,
+    database=DirectoryBasedExampleDatabase(os.path.join(ROOT, ".hypothesis", "deep")),
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                            HealthCheck.filter_too_much])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
@@ -37,3 +51,14 @@ def _private_srcgrad_cache(tmp_path_factory, monkeypatch):
     d = tmp_path_factory.mktemp("srcgrad-cache")
     monkeypatch.setenv("SRCGRAD_CACHE_DIR", str(d / "cache"))
     yield str(d / "cache")
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Per feature tag of the generated programs: how many, checked, refused."""
+    programs = sys.modules.get("programs")
+    lines = programs.feature_summary() if programs is not None else []
+    if lines:
+        terminalreporter.write_sep("-", "generated program features (refusals are accepted "
+                                        "only with a location)")
+        for line in lines:
+            terminalreporter.write_line(line)

@@ -14,14 +14,28 @@ non-smooth op (abs, maximum, where, clip, max, masks...) sits within `KINK_GAP` 
 Extending the language (control flow, calls): add a method producing lines to
 `ProgramWriter.STATEMENTS` (each entry is a weight and a method name); statements write
 through `self.emit`, which indents by `self.depth`.
+
+Features beyond that base language are opt-in, `programs(features={"lists", ...})` (see
+`FEATURES`), so the other properties that draw programs keep the programs they had. Every
+line a feature writes carries a tag "feature:sub-pattern" (`Program.line_tags`), so a
+property that accepts a located refusal can say which feature was refused
+(`record_outcome`, summed up in `FEATURE_STATS` and printed at the end of the session).
+Sub-patterns srcgrad is known to get wrong are left out unless `known_bugs=True` (or
+SRCGRAD_PROPS_KNOWN_BUGS=1): see `KNOWN_BUGS`.
 """
 from __future__ import annotations
 
 import ast
+import collections
+import copy
 import hashlib
 import importlib.util
+import io
 import os
+import re
 import sys
+import tokenize
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -30,6 +44,97 @@ from hypothesis import strategies as st
 KINK_GAP = 1e-3
 MAX_ABS = 1e3
 _EVAL_GLOBALS = {"np": np}
+
+#: opt-in generator features (ProgramWriter(features=...)):
+#: lists    lists grown with .append in a loop over a run-time range, read by np.stack, sum(),
+#:          items (inside the loop and after) and iteration
+#: slices   multi-axis slices whose bounds are an int argument or come from a shape
+#: ints     integer intermediates (np.arange, astype(int), //, %) mixed with floats
+#: mod      %, np.mod, np.remainder, np.fmod and // on floats (a literal or a computed divisor)
+#: boolops  `and` / `or` / `not` / `x if c else y` on run-time values (conditions and values)
+#: alias    numpy aliasing: `v = x; v += e`, views, in-place updates of arguments
+#: names    user names equal to names the compiler generates (dx, dout, out_1, np, sum_to...)
+#: globals  module-level arrays of any size, read by name (the test mutates and rebinds them)
+FEATURES = ("lists", "slices", "ints", "mod", "boolops", "alias", "names", "globals")
+
+#: sub-patterns that make the property fail because of a known srcgrad bug: left out of the
+#: programs unless ProgramWriter(known_bugs=True) or SRCGRAD_PROPS_KNOWN_BUGS=1
+KNOWN_BUGS: dict[str, str] = {
+    "lists:iterate":
+        "`for v in L:` over a list appended to in a loop (any bound, `range(3)` too): the "
+        "gradient crashes when called (AttributeError: 'list' object has no attribute "
+        "'shape'): `a = []; for i in range(3): a.append(x * i)` then "
+        "`for v in a: s = s + np.sum(v ** 2)`",
+    "globals:rebound_to_float":
+        "a 0-d module array rebound to a Python float between two calls of one compiled "
+        "gradient: the gradient crashes (AttributeError: 'float' object has no attribute "
+        "'shape' / 'size'); `G = np.array(0.5)`, `f(x) = np.sum(x + G)`, call, `G = 0.7`, "
+        "call",
+    "base:none_index_of_0d":
+        "`w = v[None]` of a 0-d value `v` (np.sum(x), x @ x) that is also used elsewhere: the "
+        "gradient crashes when called (`dv[None] += dw` on a numpy float64: TypeError "
+        "'numpy.float64' object does not support item assignment)",
+    "alias:immutable_scalar":
+        "WRONG GRADIENT: an augmented assignment to a name that shares an immutable scalar "
+        "(a Python float, a numpy float64) with another name rebinds that name alone, but "
+        "srcgrad updates both: `v = x * 2.0; w = v; v *= x; return v + w` with x a Python "
+        "float gives 2.4 for 3.2 at x=0.3 (the tape gives 2.4 too); "
+        "`v = np.sin(x); w = v; w *= v; return v + w` (x a float or a 0-d array) gives 1.129 "
+        "for 1.520; right when the scalar comes from a reduction (np.sum)",
+    "alias:update_with_live_view":
+        "WRONG GRADIENT: an array updated in place after a view of it was taken (.T, a "
+        "slice, [...], reshape, ravel, squeeze, transpose) or after another name was bound "
+        "to it in a branch: srcgrad leaves the view (the other name) as it was, numpy and the "
+        "tape change it: `v = np.sin(x); w = v.T; v *= x; return np.sum(w * w)`",
+}
+
+#: names the generated code uses (or derives from the user's), for the "names" feature
+GENERATED_NAMES = ("dx", "dout", "out", "out_1", "np", "sum_to", "z_1", "t", "x", "x_1",
+                   "dx_1", "z", "dz", "dz_1", "broadcast_shapes", "as_float", "ndarray",
+                   "cast_like", "check_scalar", "pullback", "grad_f", "grad_f_same_shapes",
+                   "x_shape_1", "dt", "g", "i", "n", "k", "stack", "ct", "dp0", "v1_1")
+
+#: (tag, outcome) -> count over the session; outcome is "generated", "refused", ...
+FEATURE_STATS: collections.Counter = collections.Counter()
+#: tag -> the first refusal message seen (its first line)
+FEATURE_REFUSALS: dict[str, str] = {}
+
+
+def known_bugs_from_env() -> bool:
+    return os.environ.get("SRCGRAD_PROPS_KNOWN_BUGS", "") not in ("", "0")
+
+
+def record_outcome(program, outcome: str, tags=None, message: str | None = None):
+    """Count `outcome` for each feature tag of `program` (or the given `tags`)."""
+    from hypothesis import event
+
+    for tag in sorted(program.features_used if tags is None else tags):
+        FEATURE_STATS[tag, outcome] += 1
+        event(f"{tag}: {outcome}")
+        if message and outcome == "refused":
+            FEATURE_REFUSALS.setdefault(tag, message.splitlines()[0])
+
+
+def feature_summary() -> list[str]:
+    """Lines of a table: per feature tag, the programs generated, checked (their gradient
+    compared) and refused (at a line of that tag), with the first refusal message; a tag
+    whose programs were never checked is marked."""
+    tags = sorted({t for t, _ in FEATURE_STATS})
+    first = ["generated", "checked"]
+    outcomes = first + sorted({o for _, o in FEATURE_STATS} - set(first))
+    if not tags:
+        return []
+    width = max(len(t) for t in tags)
+    lines = [f"{'feature tag':<{width}}  " + "  ".join(outcomes)]
+    for t in tags:
+        row = f"{t:<{width}}  " + "  ".join(f"{FEATURE_STATS[t, o]:>{len(o)}}"
+                                             for o in outcomes)
+        if FEATURE_STATS[t, "generated"] and not FEATURE_STATS[t, "checked"]:
+            row += "   <- never checked"
+        lines.append(row)
+    for t, msg in sorted(FEATURE_REFUSALS.items()):
+        lines.append(f"  {t} refused: {msg}")
+    return lines
 
 
 @dataclass
@@ -42,6 +147,19 @@ class Program:
     args: list = field(repr=False)
     wrt: tuple
     constants: dict = field(default_factory=dict, repr=False)
+    #: file line number -> the feature tags of that line ("lists:stack", ...)
+    line_tags: dict = field(default_factory=dict, repr=False)
+    #: parameters that take ints (never differentiated)
+    int_params: tuple = ()
+    #: the number of statements the writer wrote (the body's top-level and nested ones)
+    statements: int = 0
+
+    @property
+    def features_used(self) -> set:
+        return set().union(*self.line_tags.values()) if self.line_tags else set()
+
+    def tags_at(self, lineno) -> set:
+        return set(self.line_tags.get(lineno, ()))
 
     def load(self, directory: str):
         """Write the module to `directory` and import it (a fresh module per source)."""
@@ -66,6 +184,13 @@ class Reject(Exception):
     """A candidate expression that cannot be used here (shape, domain or kink)."""
 
 
+def _broadcasts_into(shape, target) -> bool:
+    try:
+        return np.broadcast_shapes(shape, target) == tuple(target)
+    except ValueError:
+        return False
+
+
 def _far_from(values, point, gap=KINK_GAP):
     d = np.abs(np.asarray(values, dtype=float) - point)
     return d.size == 0 or float(d.min()) >= gap
@@ -78,32 +203,73 @@ class ProgramWriter:
     STATEMENTS = [(6, "stmt_assign_new"), (2, "stmt_rebind"), (1, "stmt_tuple_assign"),
                   (1, "stmt_if"), (2, "stmt_for")]
 
-    def __init__(self, draw, name="f", max_statements=6, max_params=3, avoid_known_bugs=False):
+    def __init__(self, draw, name="f", max_statements=6, max_params=3, avoid_known_bugs=False,
+                 features=(), min_statements=1, straight_line=False, known_bugs=None):
         self.draw = draw
         self.name = name
         self.max_statements = max_statements
+        self.min_statements = min_statements
         self.max_params = max_params
         self.rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1), label="seed"))
         self.lines: list[str] = []
+        self.line_tags: list[set] = []  # the feature tags of each line of `lines`
         self.module_lines: list[str] = []
         self.depth = 1
-        # name -> current value (a Python float for a parameter passed as one)
+        # name -> current value (a Python float for a parameter passed as one); a parameter's
+        # value is a copy of its argument, so that in-place updates (feature "alias") change
+        # the writer's values as they change the program's, and never the arguments
         self.values: dict[str, object] = {}
+        self.ints: dict[str, object] = {}  # integer values (Python ints, int arrays)
+        self.int_params: list[str] = []
         self.locals: list[str] = []  # user variables (assigned in the body)
         self.params: list[str] = []
         self.args: list = []
         self.constants: dict[str, np.ndarray] = {}
         self.counter = 0
+        self.n_statements = 0
         self.static: set[str] = set()  # names whose values depend on no parameter
         self.used: set[str] = set()  # names read by some statement
+        self.branch_bound: set[str] = set()  # names last bound in an if/else
         # Steer clear of the compiler bugs that have their own xfail tests, so the property
         # tests keep checking everything else. Set to False to look for them.
         self.avoid_known_bugs = avoid_known_bugs
+        unknown = set(features) - set(FEATURES)
+        assert not unknown, f"unknown features {unknown}"
+        self.features = frozenset(features)
+        self.known_bugs = known_bugs_from_env() if known_bugs is None else known_bugs
+        self.straight_line = straight_line
+        self.expr_tags: set[str] = set()  # the tags of the expression being written
+        self.statements = list(self.STATEMENTS)
+        self.expressions = list(self.EXPRESSIONS)
+        if straight_line:
+            self.statements = [(w, k) for w, k in self.statements
+                               if k not in ("stmt_if", "stmt_for")]
+        for feature, stmts, exprs in self.FEATURE_KINDS:
+            if feature in self.features:
+                self.statements += stmts
+                self.expressions += exprs
+
+    #: feature -> (statement kinds, expression kinds) it adds, as (weight, method name)
+    FEATURE_KINDS = [
+        ("lists", [(4, "stmt_lists")], []),
+        ("slices", [(1, "stmt_shape_bound")], [(5, "expr_runtime_slice")]),
+        ("ints", [(3, "stmt_int")], [(5, "expr_int_mix")]),
+        ("mod", [], [(6, "expr_mod")]),
+        ("boolops", [(3, "stmt_if_boolop")], [(4, "expr_boolop_value")]),
+        ("alias", [(5, "stmt_alias")], []),
+        ("globals", [], [(3, "expr_global")]),
+        ("names", [], []),
+    ]
+
+    def allowed(self, tag) -> bool:
+        """Whether sub-pattern `tag` may be written (not a known bug, or known bugs on)."""
+        return self.known_bugs or tag not in KNOWN_BUGS
 
     # -- output -----------------------------------------------------------------------------
 
-    def emit(self, line: str):
+    def emit(self, line: str, tags=()):
         self.lines.append("    " * self.depth + line)
+        self.line_tags.append(set(tags))
 
     def fresh(self, prefix="v"):
         self.counter += 1
@@ -120,14 +286,22 @@ class ProgramWriter:
         names = [n for n in self.names_in(text) if n in self.values or n in self.constants]
         return all(n in self.static for n in names)  # (builtins such as sum do not count)
 
+    def env(self) -> dict:
+        """The program's local names at this point: float values and integers."""
+        return {**self.values, **self.ints}
+
+    def module_env(self) -> dict:
+        return dict(_EVAL_GLOBALS, **self.constants)
+
     def evaluate(self, text):
         if self.avoid_known_bugs and self._method_on_static(text):
             raise Reject("known bug: array method on a compile-time constant")
-        with np.errstate(all="raise"):
+        with np.errstate(all="raise"), warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)  # the mean of an empty slice...
             try:
-                v = eval(text, dict(_EVAL_GLOBALS, **self.constants), dict(self.values))
-            except (FloatingPointError, ValueError, IndexError, TypeError,
-                    AttributeError) as e:
+                v = eval(text, self.module_env(), self.env())
+            except (FloatingPointError, ValueError, IndexError, TypeError, AttributeError,
+                    ZeroDivisionError, OverflowError, RuntimeWarning) as e:
                 raise Reject(str(e)) from None
         a = np.asarray(v)
         if a.dtype.kind != "f" or not np.all(np.isfinite(a)) or \
@@ -179,7 +353,18 @@ class ProgramWriter:
             self.args.append(float(value))
         else:
             self.args.append(value)
-        self.values[name] = self.args[-1]
+        arg = self.args[-1]
+        self.values[name] = arg.copy() if isinstance(arg, np.ndarray) else arg
+        return name
+
+    def add_int_param(self, lo=1, hi=3, name=None):
+        """An int parameter (a loop bound, a slice bound), never differentiated."""
+        name = name or f"n{len(self.params)}"
+        value = self.draw(st.integers(lo, hi), label="int argument")
+        self.params.append(name)
+        self.int_params.append(name)
+        self.args.append(value)
+        self.ints[name] = value
         return name
 
     def add_constant(self, shape):
@@ -324,7 +509,10 @@ class ProgramWriter:
         if kind == "reshape_row":
             return f"np.reshape({a}, (1, -1))"
         if kind == "expand":
-            return f"np.expand_dims({a}, 0)" if self.draw(st.booleans()) else f"{a}[None]"
+            if self.draw(st.booleans()) or (nd == 0 and not self.allowed(
+                    "base:none_index_of_0d")):  # (see KNOWN_BUGS)
+                return f"np.expand_dims({a}, 0)"
+            return f"{a}[None]"
         if kind == "T":
             return f"{a}.T"
         if kind == "slice":
@@ -337,6 +525,8 @@ class ProgramWriter:
             return f"{a}[0]"
         if kind == "take":
             n = va.shape[0]
+            if n == 0:
+                raise Reject("take from an empty array")
             idx = [self.draw(st.integers(-n, n - 1), label="index") for _ in range(3)]
             return f"{a}[np.array({idx})]"
         if kind in ("concat", "stack"):
@@ -419,23 +609,34 @@ class ProgramWriter:
                    (2, "expr_matmul"), (1, "expr_constant"), (1, "expr_builtin")]
 
     def expression(self):
-        """A new expression over the current values: (source text, value)."""
-        kinds = [k for w, k in self.EXPRESSIONS for _ in range(w)]
+        """A new expression over the current values: (source text, value). The feature
+        tags of the expression are left in `self.last_tags`."""
+        kinds = [k for w, k in self.expressions for _ in range(w)]
         for _ in range(20):
             kind = self.draw(st.sampled_from(kinds), label="expression")
+            self.expr_tags = set()
             try:
-                text = getattr(self, kind)()
-                return text, self.evaluate(text)
+                with warnings.catch_warnings():  # (np.std of an empty slice...)
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    text = getattr(self, kind)()
+                value = self.evaluate(text)
+                self.last_tags = self.expr_tags
+                return text, value
             except (Reject, ValueError, IndexError):  # e.g. shapes that do not broadcast
                 continue
         a = self.pick(self.operands())
         text = f"np.sin({a})"
+        self.last_tags = set()
         return text, self.evaluate(text)
+
+    def tag(self, tag):
+        """Mark the expression being written as using feature sub-pattern `tag`."""
+        self.expr_tags.add(tag)
 
     # -- statements ------------------------------------------------------------------------------
 
-    def assign(self, name, text, value):
-        self.emit(f"{name} = {text}")
+    def assign(self, name, text, value, tags=()):
+        self.emit(f"{name} = {text}", tags)
         self._bind(name, text, value)
 
     def _bind(self, name, text, value):
@@ -451,20 +652,21 @@ class ProgramWriter:
 
     def stmt_assign_new(self):
         text, value = self.expression()
-        self.assign(self.fresh(), text, value)
+        self.assign(self.fresh(), text, value, self.last_tags)
 
     def stmt_rebind(self):
         if not self.locals:
             return self.stmt_assign_new()
         name = self.pick(self.locals, label="rebind")
         text, value = self.expression()
-        self.assign(name, text, value)
+        self.assign(name, text, value, self.last_tags)
 
     def stmt_tuple_assign(self):
         t1, v1 = self.expression()
+        tags = self.last_tags
         t2, v2 = self.expression()
         n1, n2 = self.fresh(), self.fresh()
-        self.emit(f"{n1}, {n2} = {t1}, {t2}")
+        self.emit(f"{n1}, {n2} = {t1}, {t2}", tags | self.last_tags)
         for n, t, v in ((n1, t1, v1), (n2, t2, v2)):
             self._bind(n, t, v)
             self.locals.append(n)
@@ -477,14 +679,16 @@ class ProgramWriter:
         offset = self.draw(st.sampled_from([-0.5, 0.5]), label="branch taken")
         threshold = round(total + offset, 3)
         t1, v1 = self.expression()
+        tags1 = self.last_tags
         t2, v2 = self.expression()
         name = self.fresh()
         self.emit(f"if np.sum({a}) > {threshold!r}:")
-        self.emit(f"    {name} = {t1}")
+        self.emit(f"    {name} = {t1}", tags1)
         self.emit("else:")
-        self.emit(f"    {name} = {t2}")
+        self.emit(f"    {name} = {t2}", self.last_tags)
         self.used.update(self.names_in(t2) | {a})
         self._bind(name, t1 if total > threshold else t2, v1 if total > threshold else v2)
+        self.branch_bound.add(name)
         self.static.discard(name)
 
     def stmt_for(self):
@@ -500,21 +704,501 @@ class ProgramWriter:
                 raise Reject("the loop would change the carried value's shape")
         except ValueError:
             raise Reject("shapes that do not broadcast") from None
+        tags = self.last_tags
         k = self.draw(st.integers(0, 3), label="trip count")
         i = self.fresh("i")
-        value = self.values[t]  # as the program holds it (a Python float stays one)
-        for step in range(k):
-            value = value * 0.5 + np.tanh(ve) * step
+        body = f"{t} = {t} * 0.5 + np.tanh({e}) * {i}"
+        # run the loop as the program will (`e` may read `t`); a Python float stays one
+        ns = self.env()
+        with np.errstate(all="ignore"):
+            exec(f"for {i} in range({k}):\n    {body}", self.module_env(), ns)
+        value = ns[t]
+        if not np.all(np.isfinite(value)) or np.max(np.abs(value), initial=0) > MAX_ABS:
+            raise Reject("out of range")
         self.emit(f"for {i} in range({k}):")
-        self.emit(f"    {t} = {t} * 0.5 + np.tanh({e}) * {i}")
+        self.emit(f"    {body}", tags)
         self.used.update(self.names_in(e) | {t})
         self.values.pop(t, None)
         self.values[t] = value
         self.static.discard(t)
 
+    # -- feature "globals": module-level arrays of any size, read by name -------------------
+
+    def add_global(self, shape):
+        """A module-level array of any size, read by name (small ones too)."""
+        name = f"G{sum(1 for c in self.constants if c.startswith('G'))}"
+        n = int(np.prod(shape))
+        value = np.cos(np.arange(n) * 1.3 + 0.2).reshape(shape)
+        self.constants[name] = value
+        self.static.add(name)
+        self.module_lines.append(
+            f"{name} = np.cos(np.arange({n}) * 1.3 + 0.2).reshape({shape!r})")
+        return name
+
+    def expr_global(self):
+        """A module array read by name: `a * G0`, `np.sin(G0) + a`, `G0[0] * a`..."""
+        a = self.pick(self.operands())
+        va = self.val(a)
+        fits = [c for c in self.constants if c.startswith("G") and
+                _broadcasts_into(self.constants[c].shape, va.shape)]
+        if fits and self.draw(st.booleans(), label="existing global"):
+            g = self.pick(fits, label="global")
+        else:
+            g = self.add_global(self.param_shape(va.shape) if va.ndim else ())
+        kind = self.draw(st.sampled_from(["mul", "sin_add", "index", "dot", "mean", "large"]),
+                         label="global use")
+        if kind == "large":  # more than 16 elements: once bound into the generated module
+            g = self.add_global(self.draw(st.sampled_from([(20,), (4, 6), (2, 3, 5)]),
+                                          label="large shape"))
+            self.tag("globals:large")
+            return f"{a} * np.mean(np.cos({g})) + np.sum({g}.reshape(-1)[:3])"
+        self.tag("globals:" + ("small" if self.constants[g].size <= 16 else "large"))
+        if kind == "mul":
+            return f"{a} * {g}"
+        if kind == "sin_add":
+            return f"np.sin({g}) * 0.5 + {a}"
+        if kind == "index" and self.constants[g].ndim >= 1:
+            return f"{a} * {g}[0]"
+        if kind == "dot":
+            return f"{a} * np.sum({g} * {g})"
+        return f"{a} - np.mean({g})"
+
+    # -- feature "ints": integer intermediates mixed with floats -----------------------------
+
+    def int_names(self, kind=None):
+        """Integer names: kind "python" (Python ints), "array" (int arrays) or any."""
+        out = []
+        for n, v in self.ints.items():
+            is_array = isinstance(v, np.ndarray) and v.ndim >= 1
+            if kind is None or (kind == "array") == is_array:
+                out.append(n)
+        return out
+
+    def evaluate_int(self, text):
+        with np.errstate(all="raise"):
+            try:
+                v = eval(text, self.module_env(), self.env())
+            except (FloatingPointError, ValueError, IndexError, TypeError, AttributeError,
+                    ZeroDivisionError) as e:
+                raise Reject(str(e)) from None
+        a = np.asarray(v)
+        if a.dtype.kind not in "iu" or (a.size and int(np.abs(a).max()) > 100):
+            raise Reject("not a small integer")
+        return v
+
+    def float_arrays(self, min_ndim=1):
+        return [n for n in self.operands() if isinstance(self.values[n], np.ndarray)
+                and self.values[n].ndim >= min_ndim]
+
+    def stmt_int(self):
+        """`k = np.arange(a.shape[-1])`, `k = a.astype(int)`, `k = (k // 2) % 3`..."""
+        arrays = self.float_arrays()
+        options = ["arange_param"]
+        if arrays:
+            options += ["arange_shape", "astype", "floor_astype", "shape_int"]
+        if self.ints:
+            options += ["floordiv_mod", "affine"]
+        kind = self.draw(st.sampled_from(options), label="int statement")
+        if kind == "arange_param":
+            n = self.pick(self.int_params) if self.int_params and self.draw(
+                st.booleans(), label="existing int") else self.add_int_param(1, 4)
+            text = f"np.arange({n})"
+        elif kind == "arange_shape":
+            a = self.pick(arrays)
+            text = f"np.arange({a}.shape[-1])"
+        elif kind in ("astype", "floor_astype"):
+            a = self.pick(arrays)
+            va = self.val(a) * (2 if kind == "floor_astype" else 1)
+            if not _far_from(va - np.round(va), 0):
+                raise Reject("near an integer")
+            text = f"{a}.astype(int)" if kind == "astype" else f"np.floor({a} * 2).astype(int)"
+        elif kind == "shape_int":
+            a = self.pick(arrays)
+            text = f"{a}.shape[0] // 2 + {a}.shape[-1] % 2"
+        elif kind == "floordiv_mod":
+            k = self.pick(self.ints)
+            text = f"({k} // 2) % 3"
+        else:
+            k = self.pick(self.ints)
+            text = f"{k} * 2 - 1"
+        value = self.evaluate_int(text)
+        name = self.fresh("k")
+        self.emit(f"{name} = {text}", {f"ints:{kind}"})
+        self.used.update(self.names_in(text))
+        self.ints[name] = value
+
+    def expr_int_mix(self):
+        """A float expression over an integer value: `a * k`, `a[k % a.shape[0]]`..."""
+        if not self.ints:
+            raise Reject("no integers yet")
+        k = self.pick(self.ints, label="int")
+        a = self.pick(self.operands())
+        kind = self.draw(st.sampled_from(["mul", "add", "floordiv_mul", "mod_mul", "div",
+                                          "index", "last_index", "pow", "float_floordiv"]),
+                         label="int mix")
+        self.tag(f"ints:{kind}")
+        if kind == "mul":
+            return f"{a} * {k}"
+        if kind == "add":
+            return f"{a} + {k} * 0.5"
+        if kind == "floordiv_mul":
+            return f"{a} * ({k} // 2)"
+        if kind == "mod_mul":
+            return f"{a} * ({k} % 3 - 1)"
+        if kind == "div":
+            return f"{a} / ({k} * {k} + 1)"
+        if kind == "index":
+            if self.val(a).ndim == 0:
+                raise Reject("index of a scalar")
+            return f"{a}[{k} % {a}.shape[0]]"
+        if kind == "last_index":
+            if self.val(a).ndim == 0:
+                raise Reject("index of a scalar")
+            return f"{a}[..., {k} % {a}.shape[-1]]"
+        if kind == "pow":
+            return f"({a} * {a} + 1) ** ({k} % 3)"
+        va = self.val(a) / 0.5
+        if not _far_from((va - np.round(va)) * 0.5, 0):
+            raise Reject("near a step of //")
+        return f"{a} * ({a} // 0.5)"
+
+    # -- feature "mod": %, np.mod, np.fmod, // on floats ------------------------------------
+
+    def expr_mod(self):
+        """`a % 0.7`, `np.fmod(a, b * b + 0.5)`, `a // 0.4`... away from their jumps."""
+        a = self.pick(self.operands())
+        kind = self.draw(st.sampled_from(["%", "np.mod", "np.remainder", "np.fmod", "//"]),
+                         label="mod op")
+        computed = self.draw(st.booleans(), label="computed divisor")
+        if computed:
+            b = self.pick(self.operands())
+            d = f"({b} * {b} + 0.5)"
+        else:
+            d = repr(self.draw(st.sampled_from([0.3, 0.7, 1.1, 2.5, -0.6]), label="divisor"))
+        vd = np.asarray(self.evaluate(d), dtype=float)
+        va = np.asarray(self.val(a), dtype=float)
+        r = va / vd
+        if not _far_from((r - np.round(r)) * np.abs(vd), 0):
+            raise Reject("near a jump")
+        self.tag(f"mod:{kind}{'_computed' if computed else '_literal'}")
+        if kind == "%":
+            return f"{a} % {d}"
+        if kind == "//":
+            return f"{a} * ({a} // {d})"
+        return f"{kind}({a}, {d})"
+
+    # -- feature "slices": multi-axis slices with run-time bounds -----------------------------
+
+    def stmt_shape_bound(self):
+        """`H = a.shape[0] - 1`: an int from a shape, a bound for later slices."""
+        arrays = self.float_arrays()
+        if not arrays:
+            raise Reject("no arrays")
+        a = self.pick(arrays)
+        nd = self.val(a).ndim
+        d = self.draw(st.integers(-nd, nd - 1), label="dim")
+        form = self.draw(st.sampled_from(["{a}.shape[{d}] - 1", "{a}.shape[{d}] // 2 + 1",
+                                          "len({a})"]), label="bound form")
+        text = form.format(a=a, d=d)
+        value = self.evaluate_int(text)
+        name = self.fresh("H")
+        self.emit(f"{name} = {text}", {"slices:shape_bound"})
+        self.used.add(a)
+        self.ints[name] = value
+
+    SLICES = {1: ["{a}[:{H}]", "{a}[{H}:]", "{a}[1:{H}:2]", "{a}[{H} - 1::-1]"],
+              2: ["{a}[:, :{H}]", "{a}[1:{H}, ::2]", "{a}[:{H}, {H}:]", "{a}[::-1, :{H}]",
+                  "{a}[{H}:, 1:]", "{a}[:{H}][:, ::-1]"],
+              3: ["{a}[:, :{H}, 1:]", "{a}[..., :{H}]", "{a}[1:{H}, :, ::2]",
+                  "{a}[:{H}, ::-1, {H}:]"]}
+
+    def expr_runtime_slice(self):
+        """`a[:, :H]`, `a[1:H, ::2]`... with H an int argument or an int from a shape."""
+        arrays = self.float_arrays()
+        if not arrays:
+            raise Reject("no arrays")
+        a = self.pick(arrays)
+        nd = self.val(a).ndim
+        bounds = self.int_names("python")
+        shaped = [n for n in bounds if n not in self.int_params]
+        if shaped and self.draw(st.booleans(), label="a bound from a shape"):
+            h = self.pick(shaped, label="bound")
+        elif bounds and self.draw(st.booleans(), label="existing bound"):
+            h = self.pick(bounds, label="bound")
+        else:
+            h = self.add_int_param(0, 4)
+        pattern = self.draw(st.sampled_from(self.SLICES[min(nd, 3)]), label="slice")
+        self.tag("slices:" + ("param" if h in self.int_params else "shape"))
+        return pattern.format(a=a, H=h)
+
+    # -- feature "boolops": and / or / not / if-else expressions on run-time values ----------
+
+    def comparison(self):
+        """(text, truth) of `np.sum(a) > t` with t 0.5 away from the sum."""
+        a = self.pick(self.operands(), label="condition")
+        stat = self.draw(st.sampled_from(["sum", "mean"]), label="statistic")
+        if stat == "mean" and self.val(a).size == 0:
+            raise Reject("the mean of an empty array")
+        value = float(getattr(np, stat)(self.val(a)))
+        offset = self.draw(st.sampled_from([-0.5, 0.5]), label="side")
+        op = self.draw(st.sampled_from([">", "<"]), label="cmp")
+        t = round(value + offset, 3)
+        truth = value > t if op == ">" else value < t
+        self.used.add(a)
+        return f"np.{stat}({a}) {op} {t!r}", truth
+
+    def condition(self):
+        """(text, truth) of two or three comparisons joined by and / or, maybe negated."""
+        c1, v1 = self.comparison()
+        c2, v2 = self.comparison()
+        op = self.draw(st.sampled_from(["and", "or"]), label="boolop")
+        text, truth = f"{c1} {op} {c2}", (v1 and v2) if op == "and" else (v1 or v2)
+        if self.draw(st.booleans(), label="third"):
+            c3, v3 = self.comparison()
+            op = self.draw(st.sampled_from(["and", "or"]), label="boolop")
+            text = f"({text}) {op} {c3}"
+            truth = (truth and v3) if op == "and" else (truth or v3)
+        if self.draw(st.booleans(), label="not"):
+            text, truth = f"not ({text})", not truth
+        return text, truth
+
+    def stmt_if_boolop(self):
+        """`if np.sum(a) > t1 and np.mean(b) < t2:` (and or, not), each side assigning."""
+        cond, truth = self.condition()
+        t1, v1 = self.expression()
+        tags1 = self.last_tags
+        t2, v2 = self.expression()
+        name = self.fresh()
+        self.emit(f"if {cond}:", {"boolops:if"})
+        self.emit(f"    {name} = {t1}", tags1)
+        self.emit("else:")
+        self.emit(f"    {name} = {t2}", self.last_tags)
+        self.used.update(self.names_in(t2) | self.names_in(t1))
+        self._bind(name, t1 if truth else t2, v1 if truth else v2)
+        self.branch_bound.add(name)
+        self.static.discard(name)
+
+    def expr_boolop_value(self):
+        """`(np.sum(a) > t and s) or u`, `s or u`, `s if c else u` on 0-d values."""
+        scalars = [n for n in self.operands() if np.ndim(self.values[n]) == 0]
+        if not scalars:
+            raise Reject("no scalars")
+        s, u = self.pick(scalars), self.pick(scalars)
+        if not _far_from(self.val(s), 0):
+            raise Reject("truth value near 0")
+        kind = self.draw(st.sampled_from(["and_or", "or", "and", "ifexp"]),
+                         label="bool value")
+        self.tag(f"boolops:{kind}")
+        if kind == "or":
+            return f"{s} or {u}"
+        if kind == "and":
+            return f"{s} and {u}"
+        cond, _ = self.comparison()
+        if kind == "ifexp":
+            return f"{s} if {cond} else {u}"
+        return f"({cond} and {s}) or {u}"
+
+    # -- feature "alias": numpy aliasing and in-place updates --------------------------------
+
+    def stmt_alias(self):
+        """`v = a; v += e` (or a view of `a`, or `a += e` after `v = a`, or `a += e` on an
+        argument): srcgrad must compute the right gradient or refuse with a location."""
+        # never a module array or a view of one: the program would change its own globals
+        # at every call (and finite differences would measure that)
+        targets = [n for n in self.operands() if n not in self.constants and not any(
+            np.shares_memory(np.asarray(self.values[n]), c) for c in self.constants.values())]
+        if not targets:
+            raise Reject("nothing to alias")
+        a = self.pick(targets, label="aliased")
+        va = self.values[a]
+        if not isinstance(va, np.ndarray) and a not in self.params and \
+                not self.allowed("alias:immutable_scalar"):
+            raise Reject("known bug: in-place update of a shared scalar (see KNOWN_BUGS)")
+        kind = self.draw(st.sampled_from(["plain", "view", "mutate_original", "direct",
+                                          "setitem"]), label="alias kind")
+        op = self.draw(st.sampled_from(["+=", "-=", "*=", "/="]), label="in-place op")
+        e, ve = self.expression()
+        etags = self.last_tags
+        rhs = f"({e} * {e} + 1)" if op == "/=" else f"({e})" if " " in e else e
+        v = self.fresh()
+        if kind == "view":
+            if not (isinstance(va, np.ndarray) and va.ndim >= 1):
+                raise Reject("no view of a scalar")
+            view = self.draw(st.sampled_from(["{a}[1:]", "{a}.T", "{a}.reshape(-1)",
+                                              "{a}[...]", "{a}[::-1]"]), label="view")
+            lines = [f"{v} = {view.format(a=a)}", f"{v} {op} {rhs}"]
+        elif kind == "plain":
+            lines = [f"{v} = {a}", f"{v} {op} {rhs}"]
+        elif kind == "mutate_original":
+            lines = [f"{v} = {a}", f"{a} {op} {rhs}"]
+        elif kind == "direct":
+            lines = [f"{a} {op} {rhs}"]
+        else:
+            if not (isinstance(va, np.ndarray) and va.ndim >= 1):
+                raise Reject("no item of a scalar")
+            lines = [f"{v} = {a}", f"{v}[0] = {rhs}"]
+        # a trial run on copies (a failing in-place op may have written already), then the
+        # writer runs the lines as the program will: aliases and views change together
+        trial = copy.deepcopy(self.env())
+        with np.errstate(all="raise"):
+            try:
+                exec("\n".join(lines), self.module_env(), trial)
+            except (FloatingPointError, ValueError, IndexError, TypeError,
+                    ZeroDivisionError) as err:
+                raise Reject(str(err)) from None
+        changed = [n for n in (v, a) if n in trial]
+        for n in changed:
+            x = np.asarray(trial[n])
+            if x.dtype.kind != "f" or not np.all(np.isfinite(x)) or \
+                    (x.size and float(np.abs(x).max()) > MAX_ABS):
+                raise Reject("out of range")
+        if not self.allowed("alias:update_with_live_view"):
+            updated = v if kind in ("plain", "view", "setitem") else a
+            # (the view kind updates `a` through its view `v`: a pattern of its own)
+            if self._has_live_view(updated, self.env(), lines,
+                                   ignore={a} if kind == "view" else set()):
+                raise Reject("known bug: an in-place update with a live view (see KNOWN_BUGS)")
+        ns = self.env()
+        with np.errstate(all="ignore"):
+            exec("\n".join(lines), self.module_env(), ns)
+        # from here on the writer's arrays may have changed in place: no Reject below
+        tags = {f"alias:{kind}"} | ({"alias:argument"} if a in self.params else set()) | \
+            ({"alias:scalar"} if not isinstance(va, np.ndarray) else set())
+        for line in lines:
+            self.emit(line, tags | etags)
+        self.used.update(self.names_in(e))
+        for n in changed:
+            self._bind(n, n, ns[n])
+            self.static.discard(n)
+        self.used.discard(v)
+        self.used.discard(a)  # both are worth reading again (the output reads leaves)
+
+    def _has_live_view(self, updated, ns_before, lines, ignore=()) -> bool:
+        """Whether the array that `lines` update in place (bound to `updated` after the
+        first line) has another name that is a view of it (a different object sharing its
+        memory) or that was bound to it in a branch."""
+        ns = copy.copy(ns_before)
+        if len(lines) > 1:  # `v = <a or a view of a>`, then the update
+            exec(lines[0], self.module_env(), ns)
+        target = ns[updated]
+        if not isinstance(target, np.ndarray):
+            return False
+        for n, val in ns.items():
+            if n == updated or n in ignore or not isinstance(val, np.ndarray) or \
+                    not np.shares_memory(val, target):
+                continue
+            if val is not target or n in self.branch_bound or updated in self.branch_bound:
+                return True
+        return False
+
+    # -- feature "lists": lists grown in a run-time loop --------------------------------------
+
+    def stmt_lists(self):
+        """Lists grown with .append in a loop over range(n) (n an int argument, a shape, a
+        literal), read after the loop (np.stack, sum(), items, iteration) and inside it."""
+        a = self.pick(self.operands(), label="carried start")
+        bound_kind = self.draw(st.sampled_from(["param", "shape", "literal"]), label="bound")
+        arrays = self.float_arrays()
+        if bound_kind == "param":
+            bound = self.pick(self.int_params) if self.int_params and self.draw(
+                st.booleans(), label="existing int") else self.add_int_param(1, 3)
+            if self.ints[bound] < 1:
+                raise Reject("an empty loop")
+        elif bound_kind == "shape" and arrays:
+            bound = f"{self.pick(arrays)}.shape[0]"
+        else:
+            bound_kind = "literal"
+            bound = str(self.draw(st.integers(1, 3), label="trip count"))
+        h, i = self.fresh("h"), self.fresh("i")
+        e1, _ = self.expression()
+        tags = set(self.last_tags)
+        e2, _ = self.expression()
+        tags |= self.last_tags
+        n_lists = self.draw(st.integers(1, 3), label="lists")
+        names = [self.fresh("L") for _ in range(n_lists)]
+        items = [h, f"np.cos({e2}) * {i} + {h}", f"np.sin({h}) * ({e1})"]
+        loop = [f"{n} = []" for n in names]
+        loop.append(f"{h} = np.tanh({a})")
+        loop.append(f"for {i} in range({bound}):")
+        loop.append(f"    {h} = np.tanh({h}) * 0.5 + ({e1}) * {i}")
+        for n, item in zip(names, items):
+            loop.append(f"    {n}.append({item})")
+        # half the loops read their lists only in the ways srcgrad supports (np.stack), so
+        # that most programs with lists get checked and not refused
+        supported_only = self.draw(st.booleans(), label="supported reads only")
+        inside = not supported_only and self.allowed("lists:read_inside") and \
+            self.draw(st.booleans(), label="read inside")
+        u = self.fresh("u")
+        if inside:
+            loop.append(f"    {u} = {names[-1]}[-1] * 0.5 + {names[0]}[{i}]")
+        after = []
+        outs = []
+        n_after = self.draw(st.integers(1, 3), label="reads after")
+        for _ in range(n_after):
+            lst = self.pick(names, label="list read")
+            ways = ["stack", "stack_axis", "mean_stack"] + ([] if supported_only else [
+                "sum", "item", "iterate", "concat", "len"])
+            how = self.draw(st.sampled_from(ways), label="read after")
+            tag = f"lists:{how}"
+            if not self.allowed(f"{tag}_{bound_kind}_bound") or not self.allowed(tag):
+                how, tag = "stack", "lists:stack"  # (see KNOWN_BUGS)
+            s = self.fresh("s")
+            if how == "stack":
+                text = f"np.stack({lst})"
+            elif how == "stack_axis":
+                text = f"np.stack({lst}, axis=-1)"
+            elif how == "sum":
+                text = f"sum({lst})"
+            elif how == "item":
+                text = f"{lst}[-1] * 2.0 + {lst}[0]"
+            elif how == "concat":
+                text = f"np.concatenate({lst})"
+            elif how == "mean_stack":
+                text = f"np.mean(np.stack({lst}), axis=0)"
+            elif how == "len":
+                text = f"np.stack({lst}) / len({lst})"
+            else:
+                after.append((f"{s} = 0.0", tag))
+                after.append((f"for w_{s} in {lst}:", tag))
+                after.append((f"    {s} = {s} + np.sum(w_{s} ** 2)", tag))
+                outs.append(s)
+                continue
+            after.append((f"{s} = {text}", tag))
+            outs.append(s)
+        if inside:
+            outs.append(u)
+        ns = self.env()
+        code = "\n".join(loop + [line for line, _ in after])
+        with np.errstate(all="raise"):
+            try:
+                exec(code, self.module_env(), ns)
+            except (FloatingPointError, ValueError, IndexError, TypeError,
+                    ZeroDivisionError) as err:
+                raise Reject(str(err)) from None
+        for n in outs:
+            x = np.asarray(ns[n])
+            if x.dtype.kind != "f" or not np.all(np.isfinite(x)) or \
+                    (x.size and float(np.abs(x).max()) > MAX_ABS):
+                raise Reject("out of range")
+        base = {f"lists:{bound_kind}_bound"}
+        for line in loop:
+            t = set(base)
+            if "append" in line or line.lstrip().startswith(f"{h} ="):
+                t |= tags
+            if line.lstrip().startswith(f"{u} ="):
+                t.add("lists:read_inside")
+            self.emit(line, t)
+        for line, tag in after:
+            self.emit(line, base | {tag})
+        self.used.update(self.names_in(e1) | self.names_in(e2) | {a})
+        for n in outs:
+            self._bind(n, n, ns[n])
+            self.static.discard(n)
+
     def statement(self):
-        kinds = [k for w, k in self.STATEMENTS for _ in range(w)]
+        kinds = [k for w, k in self.statements for _ in range(w)]
         kind = self.draw(st.sampled_from(kinds), label="statement")
+        self.n_statements += 1
         try:
             getattr(self, kind)()
         except Reject:
@@ -551,18 +1235,96 @@ class ProgramWriter:
             c = self.add_constant(full)
             self.values[c] = self.constants[c]
             # constants are operands too, but never assigned: keep them out of `locals`
-        for _ in range(self.draw(st.integers(1, self.max_statements), label="statements")):
+        if "globals" in self.features:
+            g = self.add_global(self.param_shape(full))
+            self.values[g] = self.constants[g]
+        n = self.draw(st.integers(self.min_statements, self.max_statements), label="statements")
+        for _ in range(n):
             self.statement()
         self.output()
         for c in self.constants:
             self.values.pop(c, None)
         params = list(self.params)
         header = [f"def {self.name}({', '.join(params)}):"]
-        source = "\n".join(["import numpy as np", "", *self.module_lines, "", "",
-                            *header, *self.lines]) + "\n"
-        k = self.draw(st.integers(1, len(params)), label="n wrt")
-        wrt = tuple(self.draw(st.permutations(params), label="wrt")[:k])
-        return Program(self.name, source, params, list(self.args), wrt, dict(self.constants))
+        prefix = ["import numpy as np", "", *self.module_lines, "", ""]
+        source = "\n".join([*prefix, *header, *self.lines]) + "\n"
+        first = len(prefix) + 2  # the file line of the body's first line
+        line_tags = {first + k: set(t) for k, t in enumerate(self.line_tags)}
+        for k, line in enumerate(self.lines):
+            for g in re.findall(r"\bG\d+\b", line):
+                size = self.constants[g].size
+                line_tags[first + k].add("globals:" + ("small" if size <= 16 else "large"))
+        line_tags = {k: t for k, t in line_tags.items() if t}
+        floats = [p for p in params if p not in self.int_params]
+        k = self.draw(st.integers(1, len(floats)), label="n wrt")
+        wrt = tuple(self.draw(st.permutations(floats), label="wrt")[:k])
+        program = Program(self.name, source, params, list(self.args), wrt,
+                          dict(self.constants), line_tags, tuple(self.int_params),
+                          self.n_statements)
+        if "names" in self.features:
+            program = self.rename(program)
+        return program
+
+    # -- feature "names": user names equal to names the compiler generates -----------------
+
+    def rename(self, program: Program) -> Program:
+        """`program` with some of its names (parameters, locals, loop indices, module
+        arrays) replaced by names the generated code uses; `np` among them makes the
+        program import numpy as `numpy`."""
+        user = []
+        for tok in _name_tokens(program.source):
+            if re.fullmatch(r"[A-Za-z]{1,2}\d+", tok) and tok not in user:
+                user.append(tok)
+        builtins_read = set(_name_tokens(program.source)) - set(user) - {"np"}
+        pool = [n for n in GENERATED_NAMES if n not in builtins_read and n != self.name]
+        new = self.draw(st.permutations(pool), label="new names")
+        order = self.draw(st.permutations(user), label="renamed")
+        k = self.draw(st.integers(1, min(len(user), len(pool))), label="how many renamed")
+        mapping = dict(zip(order[:k], new[:k]))
+        if "np" in mapping.values():
+            mapping["np"] = "numpy"
+        source = rename_names(program.source, mapping)
+        tags = {n: t | {"names"} for n, t in program.line_tags.items()}
+        first = source.index(f"def {self.name}(")
+        body = source[:first].count("\n") + 2
+        for k in range(body, source.count("\n") + 1):
+            tags.setdefault(k, set()).add("names")
+        m = lambda n: mapping.get(n, n)  # noqa: E731
+        return Program(program.name, source, [m(p) for p in program.params], program.args,
+                       tuple(m(w) for w in program.wrt),
+                       {m(c): v for c, v in program.constants.items()}, tags,
+                       tuple(m(p) for p in program.int_params), program.statements)
+
+
+def _name_tokens(source):
+    """NAME tokens of `source` that are not attribute names (`np` in `np.sin`, not `sin`)."""
+    prev = None
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.NAME and not (prev is not None and prev.string == "."):
+            yield tok.string
+        if tok.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT,
+                            tokenize.INDENT, tokenize.DEDENT):
+            prev = tok
+
+
+def rename_names(source: str, mapping: dict) -> str:
+    """`source` with the names in `mapping` renamed, token by token: every line stays where
+    it was (attribute names and keyword-argument names are left alone)."""
+    lines = source.splitlines(keepends=True)
+    edits = []
+    prev = None
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.NAME and tok.string in mapping and \
+                not (prev is not None and prev.string == "."):
+            edits.append(tok)
+        if tok.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT,
+                            tokenize.INDENT, tokenize.DEDENT):
+            prev = tok
+    for tok in reversed(edits):
+        (row, col), (_, end) = tok.start, tok.end
+        line = lines[row - 1]
+        lines[row - 1] = line[:col] + mapping[tok.string] + line[end:]
+    return "".join(lines)
 
 
 def program_source(draw, name="f", **kw) -> str:

@@ -1,0 +1,124 @@
+"""The compiler bugs the program generator (tests/programs.py) steers clear of, each as a
+minimal program checked against finite differences. Each test is a strict xfail: when a
+fix makes one pass, remove the test's KNOWN_BUGS entry in tests/programs.py too, so that
+the property tests generate the pattern again."""
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import numpy as np
+import pytest
+
+import srcgrad
+from compiler_helpers import check_grad
+from programs import KNOWN_BUGS
+from srcgrad.errors import InternalError, SrcgradError
+
+SOURCE = '''
+import numpy as np
+
+G = np.array(0.5)
+
+
+def scalar_alias_python_float(x):
+    v = x * 2.0
+    w = v
+    v *= x
+    return v + w
+
+
+def scalar_alias_numpy_float(x):
+    v = np.sin(x)
+    w = v
+    w *= v
+    return v + w
+
+
+def update_after_a_view(x):
+    v = np.sin(x)
+    w = v.T
+    v *= x
+    return np.sum(w * w)
+
+
+def update_after_an_alias_in_a_branch(x):
+    v = np.sin(x)
+    if np.sum(x) > 10.0:
+        w = v * 1.0
+    else:
+        w = v
+    v *= x
+    return np.sum(w * w)
+
+
+def iterate_appended_list(x):
+    a = []
+    for i in range(3):
+        a.append(x * i)
+    s = 0.0
+    for v in a:
+        s = s + np.sum(v ** 2)
+    return s
+
+
+def none_index_of_a_0d_value(x):
+    v = np.sum(x)
+    w = v[None]
+    return np.sum(np.tanh(w)) + v ** 3
+
+
+def reads_a_global(x):
+    return np.sum(x + G)
+'''
+
+
+@pytest.fixture(scope="module")
+def mod(tmp_path_factory):
+    path = os.path.join(str(tmp_path_factory.mktemp("known_bugs")), "known_bugs_src.py")
+    with open(path, "w") as f:
+        f.write(SOURCE)
+    spec = importlib.util.spec_from_file_location("known_bugs_src", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+X = np.array([[0.4, -0.7], [0.3, 0.9]])
+# (bug, function, argument, whether a located refusal would fix it: as the feature
+# properties accept one; the base language must compile)
+CASES = [
+    ("alias:immutable_scalar", "scalar_alias_python_float", 0.3, True),
+    ("alias:immutable_scalar", "scalar_alias_numpy_float", 0.3, True),
+    ("alias:update_with_live_view", "update_after_a_view", X, True),
+    ("alias:update_with_live_view", "update_after_an_alias_in_a_branch", X, True),
+    ("lists:iterate", "iterate_appended_list", X[0], True),
+    ("base:none_index_of_0d", "none_index_of_a_0d_value", X[0], False),
+]
+
+
+@pytest.mark.xfail(strict=True, reason="a known bug (tests/programs.py, KNOWN_BUGS)")
+@pytest.mark.parametrize("bug, name, x, refusal_ok", CASES, ids=[c[1] for c in CASES])
+def test_known_bug(mod, bug, name, x, refusal_ok):
+    assert bug in KNOWN_BUGS
+    fn = getattr(mod, name)
+    try:
+        check_grad(fn, [x], tape=False, compiled=srcgrad.grad(fn, cache=False))
+    except SrcgradError as err:
+        if not refusal_ok or isinstance(err, InternalError) or err.lineno is None:
+            raise
+
+
+@pytest.mark.xfail(strict=True, reason="a known bug: globals:rebound_to_float")
+def test_known_bug_global_rebound_to_a_float(mod):
+    assert "globals:rebound_to_float" in KNOWN_BUGS
+    g = srcgrad.grad(mod.reads_a_global, cache=False)
+    x = X[0]
+    check_grad(mod.reads_a_global, [x], compiled=g)
+    mod.G = 0.7
+    check_grad(mod.reads_a_global, [x], compiled=g)
+
+
+def test_every_known_bug_has_a_repro():
+    covered = {c[0] for c in CASES} | {"globals:rebound_to_float"}
+    assert covered == set(KNOWN_BUGS)
