@@ -60,32 +60,8 @@ FEATURES = ("lists", "slices", "ints", "mod", "boolops", "alias", "names", "glob
 #: sub-patterns that make the property fail because of a known srcgrad bug: left out of the
 #: programs unless ProgramWriter(known_bugs=True) or SRCGRAD_PROPS_KNOWN_BUGS=1
 KNOWN_BUGS: dict[str, str] = {
-    "lists:iterate":
-        "`for v in L:` over a list appended to in a loop (any bound, `range(3)` too): the "
-        "gradient crashes when called (AttributeError: 'list' object has no attribute "
-        "'shape'): `a = []; for i in range(3): a.append(x * i)` then "
-        "`for v in a: s = s + np.sum(v ** 2)`",
-    "globals:rebound_to_float":
-        "a 0-d module array rebound to a Python float between two calls of one compiled "
-        "gradient: the gradient crashes (AttributeError: 'float' object has no attribute "
-        "'shape' / 'size'); `G = np.array(0.5)`, `f(x) = np.sum(x + G)`, call, `G = 0.7`, "
-        "call",
-    "base:none_index_of_0d":
-        "`w = v[None]` of a 0-d value `v` (np.sum(x), x @ x) that is also used elsewhere: the "
-        "gradient crashes when called (`dv[None] += dw` on a numpy float64: TypeError "
-        "'numpy.float64' object does not support item assignment)",
-    "alias:immutable_scalar":
-        "WRONG GRADIENT: an augmented assignment to a name that shares an immutable scalar "
-        "(a Python float, a numpy float64) with another name rebinds that name alone, but "
-        "srcgrad updates both: `v = x * 2.0; w = v; v *= x; return v + w` with x a Python "
-        "float gives 2.4 for 3.2 at x=0.3 (the tape gives 2.4 too); "
-        "`v = np.sin(x); w = v; w *= v; return v + w` (x a float or a 0-d array) gives 1.129 "
-        "for 1.520; right when the scalar comes from a reduction (np.sum)",
-    "alias:update_with_live_view":
-        "WRONG GRADIENT: an array updated in place after a view of it was taken (.T, a "
-        "slice, [...], reshape, ravel, squeeze, transpose) or after another name was bound "
-        "to it in a branch: srcgrad leaves the view (the other name) as it was, numpy and the "
-        "tape change it: `v = np.sin(x); w = v.T; v *= x; return np.sum(w * w)`",
+    # "feature:subpattern": "what goes wrong, with a minimal program" (none known now; the
+    # ones the generator found are regression tests in tests/test_generator_findings.py)
 }
 
 #: names the generated code uses (or derives from the user's), for the "names" feature

@@ -236,7 +236,12 @@ def test_module_globals_mutated_between_calls(program_dir, program, data):
             event("the changed program overflows")
             return
         what = f"\nafter {name} was {how} (round {round_ + 1})"
-        got = gradient(program, fn, g, program.args, path)
+        try:  # compiled again where a guarded value changed: the new value may make a
+            # branch the call does not take invalid (`G0[None]` of a float), a located error
+            got = gradient(program, fn, g, program.args, path,
+                           refusals=how == "rebound as a Python float")
+        except Refused:
+            continue
         check_against_oracles(program, fn, got, what)
         fresh = srcgrad.grad(fn, wrt=program.wrt, cache=False)
         try:
