@@ -278,7 +278,7 @@ class _Emitter:
             return f"{self.mod.g('np')}.size({self.src(e.ins[0])})"
         if p.name == "getitem":
             x, idx = e.ins
-            return f"{self.src(x)}[{self.index_src(idx)}]"
+            return f"{self.src(x)}[{self.index_src(idx) or '()'}]"  # x[()]: a 0-d item
         return self.spell(p, [self.src(a) for a in e.ins], e.params)
 
     def spell(self, p, ins, params) -> str:

@@ -243,7 +243,9 @@ def _setitem(x, idx, v):
         raise ValueError("x[idx] = v with an index that selects some element more than once "
                          "is not supported: numpy keeps only the last of the writes to it, "
                          "and srcgrad's gradient would count every one; use unique indices")
-    r = x.copy()
+    xp = get_xp(x)
+    # a cotangent may be a numpy scalar (sum_to passes one through): make it an array
+    r = x.copy() if isinstance(x, xp.ndarray) else xp.array(x)
     r[idx] = v
     return r
 
