@@ -210,6 +210,7 @@ class Builder:
         self.inputs: set[int] = set()  # ids of the function's parameters
         self.escaped: set[int] = set()  # ids of arrays put into run-time lists
         self.view_base: dict[int, Var] = {}  # id of a view op's result -> the array it views
+        self.carry_why: dict[int, str] = {}  # id of a loop carry -> what its start shares
         self.reads = Reads()  # what the function reads from outside it (srcgrad.guards)
 
     def shared_why(self, v) -> "str | None":
@@ -222,6 +223,8 @@ class Builder:
         if v.id in self.escaped:
             return "an item of a list"
         made = self.made_by.get(v.id)
+        if made is None and v.id in self.carry_why:
+            return self.carry_why[v.id]
         if made is None:
             return "a value of unknown origin (a loop or branch result)"
         if getattr(made, "view", False):  # declared by the op (runtime.ops.core.Primitive)
@@ -1248,6 +1251,9 @@ class Lowerer:
                                 for x in self.env.values())):
                     fresh.add(carry[k].id)
                     self.b.made_by[carry[k].id] = "loop"
+                elif part.kind == "array":  # say why, should the body update it in place
+                    self.b.carry_why[carry[k].id] = self.b.shared_why(part) or (
+                        f"another name or view bound to `{n}`'s array before the loop")
                 k += 1
         return fresh
 

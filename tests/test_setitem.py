@@ -200,6 +200,33 @@ def accumulate_columns(a, w):
     return np.sum(acc)
 
 
+def doubles_a_prefix(x, n):
+    y = x * 1.0  # a fresh array: writing into it changes nothing the caller holds
+    for i in range(n):
+        y[i] = y[i] * 2.0
+    return np.sum(y * x)
+
+
+def view_taken_before_the_loop(x, n):
+    y = x * 1.0
+    head = y[:2]
+    for i in range(n):
+        y[i] = y[i] * 2.0  # E
+    return np.sum(head)
+
+
+def test_a_fresh_array_written_in_a_run_time_loop():
+    x = RNG.uniform(-1, 1, 5)
+    for n in (0, 2, 5):
+        check(doubles_a_prefix, [x, n])
+
+
+def test_a_view_held_across_the_loop_is_refused():
+    with pytest.raises(UnsupportedSyntaxError, match="before the loop") as info:
+        srcgrad.grad(view_taken_before_the_loop, cache=False)(np.ones(4), 2)
+    assert info.value.lineno == _marked_line(view_taken_before_the_loop)
+
+
 def test_naive_convolution_unrolled():
     x, k = _args([(6,), (3,)], 1)
     check(conv1d_static, [x, k], wrt=(0, 1))
