@@ -637,6 +637,9 @@ class Lowerer:
         self.stack = stack  # code objects / defs on the inlining stack (recursion check)
         self.outer = outer
         self.node = src.tree
+        # how many regions (branches, loop bodies) were open when this body started: an
+        # in-place update inside one of its own regions cannot rebind a caller's names
+        self.depth0 = len(getattr(builder, "_outer", []))
 
     # -- errors -----------------------------------------------------------------------------
 
@@ -786,6 +789,8 @@ class Lowerer:
                              f"its memory with {why}, which numpy would change too; write "
                              f"`{name} = {name} {_OPSYM.get(type(node.op), '+')} ...` to make "
                              "a new array", node, UnsupportedSyntaxError)
+        op = ast.unparse(node).split("=", 1)[0].strip()
+        self.refuse_caller_update(cur, name, f"{op}= ...", node)
         if isinstance(value, Var) and self.b.eqns and self.b.eqns[-1].outs[0] is value:
             value.hint = name
             self.b.named.add(value.id)
@@ -858,6 +863,7 @@ class Lowerer:
                              f"which numpy would change too; write `{name} = {name}.copy()` "
                              "first to make an array of the function's own", node,
                              UnsupportedSyntaxError)
+        self.refuse_caller_update(root, name, f"{text} = ...", node)
         self.b.hint = name
         new = value
         for view, a in zip(reversed(views), reversed(idxs)):
@@ -875,6 +881,20 @@ class Lowerer:
                                        f"changed (line {line}): numpy would show the change "
                                        f"through `{n}`, srcgrad cannot; take a copy "
                                        f"(`{n} = ....copy()`) or read `{name}` again")
+
+    def refuse_caller_update(self, root, name, text, node):
+        """An in-place update, inside a branch or loop of an inlined function, of an array
+        that a caller's (or an enclosing function's) names are bound to: the region's
+        result cannot be handed back to those names."""
+        if len(getattr(self.b, "_outer", [])) <= self.depth0 or not isinstance(root, Var):
+            return
+        for lw in self.scopes()[1:]:
+            if any(v is root or (isinstance(v, Var) and self.b.may_view(v, root))
+                   for v in lw.env.values()):
+                raise self.error(f"updating `{name}` in place (`{text}`) inside a branch or "
+                                 "loop of a called function is not supported when the "
+                                 "array belongs to its caller; return the new array and "
+                                 "rebind it in the caller", node, UnsupportedSyntaxError)
 
     def scopes(self):
         """This lowerer and those whose names it can reach: enclosing defs and callers."""
@@ -1248,11 +1268,17 @@ class Lowerer:
                         part.kind == "array" and self.b.shared_why(part) is None and
                         sum(1 for x in self.env.values() if x is part) == 1 and
                         not any(x is not part and self.b.may_view(x, part)
-                                for x in self.env.values())):
+                                for x in self.env.values()) and
+                        not any(self.b.may_view(x, part) for lw in self.scopes()[1:]
+                                for x in lw.env.values())):
                     fresh.add(carry[k].id)
                     self.b.made_by[carry[k].id] = "loop"
                 elif part.kind == "array":  # say why, should the body update it in place
+                    outer = any(self.b.may_view(x, part) for lw in self.scopes()[1:]
+                                for x in lw.env.values())
                     self.b.carry_why[carry[k].id] = self.b.shared_why(part) or (
+                        "an array the calling function holds (return the new array and "
+                        "rebind it there)" if outer else
                         f"another name or view bound to `{n}`'s array before the loop")
                 k += 1
         return fresh

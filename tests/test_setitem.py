@@ -390,3 +390,56 @@ def test_assigning_into_a_python_list_item_is_refused():
     with pytest.raises(UnsupportedSyntaxError, match="item of a list") as info:
         srcgrad.grad(f, cache=False)(np.ones(3))
     assert info.value.lineno == _marked_line(f)
+
+
+# ---- writes inside called functions ----------------------------------------------------------
+
+def _fill_first(buf, v):
+    buf[0] = v  # the caller's array: numpy changes it, and srcgrad rebinds the caller's names
+    return 2.0
+
+
+def writes_through_a_helper(x):
+    b = x * 1.0
+    c = b
+    r = _fill_first(b, x[1] ** 2)
+    return np.sum(c * x) * r
+
+
+def _fill_if_positive(buf, v):
+    if v > 0.1:
+        buf[0] = v  # E
+    return 1.0
+
+
+def helper_writes_in_a_branch(x):
+    b = x * 1.0
+    r = _fill_if_positive(b, x[1] ** 2)
+    return np.sum(b * x) * r
+
+
+def _fill_prefix(buf, v, n):
+    for i in range(n):
+        buf[i] += v  # E
+    return 1.0
+
+
+def helper_writes_in_a_loop(x, n):
+    b = x * 1.0
+    r = _fill_prefix(b, x[1] ** 2, n)
+    return np.sum(b * x) * r
+
+
+def test_a_helper_writing_into_the_callers_array():
+    check(writes_through_a_helper, [RNG.uniform(-1, 1, 3)])
+
+
+@pytest.mark.parametrize("fn, args", [(helper_writes_in_a_branch, (np.ones(3),)),
+                                      (helper_writes_in_a_loop, (np.ones(3), 2))])
+def test_a_helper_writing_into_the_callers_array_in_a_region_is_refused(fn, args):
+    # the branch's or loop's result could not be handed back to the caller's names (a
+    # silent wrong gradient before this was refused)
+    helper = _fill_if_positive if fn is helper_writes_in_a_branch else _fill_prefix
+    with pytest.raises(UnsupportedSyntaxError, match="calling function|caller") as info:
+        srcgrad.grad(fn, cache=False)(*args)
+    assert info.value.lineno == _marked_line(helper)
