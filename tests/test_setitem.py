@@ -430,16 +430,29 @@ def helper_writes_in_a_loop(x, n):
     return np.sum(b * x) * r
 
 
+def _add_n_times(buf, v, n):
+    for i in range(n):
+        buf += v  # E
+    return 1.0
+
+
+def helper_adds_in_a_loop(x, n):
+    b = x * 1.0
+    r = _add_n_times(b, x[1] ** 2, n)
+    return np.sum(b * x) * r
+
+
 def test_a_helper_writing_into_the_callers_array():
     check(writes_through_a_helper, [RNG.uniform(-1, 1, 3)])
 
 
-@pytest.mark.parametrize("fn, args", [(helper_writes_in_a_branch, (np.ones(3),)),
-                                      (helper_writes_in_a_loop, (np.ones(3), 2))])
-def test_a_helper_writing_into_the_callers_array_in_a_region_is_refused(fn, args):
-    # the branch's or loop's result could not be handed back to the caller's names (a
-    # silent wrong gradient before this was refused)
-    helper = _fill_if_positive if fn is helper_writes_in_a_branch else _fill_prefix
+@pytest.mark.parametrize("fn, helper, args", [
+    (helper_writes_in_a_branch, _fill_if_positive, (np.ones(3),)),
+    (helper_writes_in_a_loop, _fill_prefix, (np.ones(3), 2)),
+    (helper_adds_in_a_loop, _add_n_times, (np.ones(3), 2))])
+def test_a_helper_writing_into_the_callers_array_in_a_region_is_refused(fn, helper, args):
+    # the branch's or loop's result could not be handed back to the caller's names (`+=`
+    # in a helper's loop gave a silent wrong gradient before it was refused)
     with pytest.raises(UnsupportedSyntaxError, match="calling function|caller") as info:
         srcgrad.grad(fn, cache=False)(*args)
     assert info.value.lineno == _marked_line(helper)
