@@ -381,6 +381,26 @@ def test_a_repeated_integer_index_is_refused_at_run_time():
         srcgrad.grad(repeated_index_write, cache=False)(np.ones(4))
 
 
+def test_floats_written_into_an_integer_array_are_refused():
+    # numpy truncates them: the derivative through the write is zero, not v's
+    def truncated(x):
+        y = np.zeros(3, dtype=int)
+        y[0] = x[0] * 10
+        return np.sum(y * x)
+
+    def cast_first(x):
+        y = np.zeros(3, dtype=int)
+        y[0] = (x[0] * 10).astype(int)
+        y[1] = 2.0  # a Python number: not differentiated
+        return np.sum(y * x)
+
+    x = np.array([0.33, 0.5, 0.7])
+    with pytest.raises(TypeError, match="truncates"):
+        srcgrad.grad(truncated, cache=False)(x)
+    np.testing.assert_allclose(srcgrad.grad(cast_first, cache=False)(x),
+                               finite_differences(cast_first, [x], 0), atol=1e-6)
+
+
 def test_assigning_into_a_python_list_item_is_refused():
     def f(x):
         parts = [x, x]

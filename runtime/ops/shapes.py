@@ -243,6 +243,14 @@ def _setitem(x, idx, v):
         raise ValueError("x[idx] = v with an index that selects some element more than once "
                          "is not supported: numpy keeps only the last of the writes to it, "
                          "and srcgrad's gradient would count every one; use unique indices")
+    if getattr(getattr(x, "dtype", None), "kind", "f") in "biu" and type(v) not in (
+            bool, int, float) and getattr(getattr(v, "dtype", None), "kind", "") in "fc":
+        # numpy truncates; srcgrad's gradient of v would not see the truncation (its
+        # derivative is zero), so this is refused rather than differentiated wrongly
+        raise TypeError(f"writing floating values into an array of dtype {x.dtype} "
+                        "truncates them, which srcgrad cannot differentiate; make the array "
+                        "floating (np.zeros(n) is float64) or cast the value first "
+                        "(v.astype(int), which has no gradient)")
     xp = get_xp(x)
     # a cotangent may be a numpy scalar (sum_to passes one through): make it an array
     r = x.copy() if isinstance(x, xp.ndarray) else xp.array(x)
