@@ -227,6 +227,38 @@ def test_a_view_held_across_the_loop_is_refused():
     assert info.value.lineno == _marked_line(view_taken_before_the_loop)
 
 
+def into_a_constant_array(x):
+    a = np.array([1.0, 2.0, 3.0])  # a constant srcgrad folds: still the function's own
+    b = a
+    a[1] = x[0] ** 2
+    return np.sum(b * x)
+
+
+def filled_in_a_while_loop(x):
+    out = np.zeros_like(x)
+    i = 0
+    while True:
+        out[i] = x[i] * out[i - 1] + 1.0  # out[-1] is still 0 at i = 0
+        i += 1
+        if i >= x.shape[0]:
+            break
+    return np.sum(out)
+
+
+def tuple_of_item_targets(x):
+    a = np.zeros(2)
+    a[0], a[1] = x[1] * 2, x[0] ** 3
+    return np.sum(a * x)
+
+
+@pytest.mark.parametrize("fn", [into_a_constant_array, filled_in_a_while_loop,
+                                tuple_of_item_targets])
+def test_more_places_to_write(fn):
+    x = np.array([0.3, 0.5, 0.7])[:2 if fn is tuple_of_item_targets else 3]
+    # into np.zeros / np.array (plain numpy arrays) the tape loses the writes
+    check_grad(fn, [x], tape=fn is filled_in_a_while_loop)
+
+
 def test_naive_convolution_unrolled():
     x, k = _args([(6,), (3,)], 1)
     check(conv1d_static, [x, k], wrt=(0, 1))
