@@ -235,15 +235,18 @@ class Builder:
         """May `w` (another value than `x`) share memory with array `x`, so that a write
         into `x` shows through `w`? Follows views back to their base; a branch or loop
         result of unknown origin may be anything."""
-        while isinstance(w, Var) and w.kind == "array":
+        while True:
             if w is x:
                 return True
+            if isinstance(w, numpy.ndarray):  # a constant srcgrad folded (or a view of one)
+                return isinstance(x, numpy.ndarray) and numpy.may_share_memory(w, x)
+            if not isinstance(w, Var) or w.kind != "array":
+                return False
             if w.id in self.view_base:
                 w = self.view_base[w.id]
                 continue
             return self.made_by.get(w.id) is None and w.id not in self.inputs and \
                 w.const_name is None
-        return False
 
     def push_block(self):
         self._outer = getattr(self, "_outer", [])
@@ -280,7 +283,7 @@ class Builder:
         self._classes(prim, args, params, out)
         self.eqns.append(Eqn(prim, args, [out], dict(params), self.loc, self.phase))
         self.made_by[out.id] = prim
-        if getattr(prim, "view", False) and args and isinstance(args[0], Var):
+        if getattr(prim, "view", False) and args and isinstance(args[0], (Var, numpy.ndarray)):
             self.view_base[out.id] = args[0]
         if prim is LIST_APPEND or prim is LIST_FROM:
             self.escaped.update(a.id for a in args if isinstance(a, Var))
@@ -876,7 +879,7 @@ class Lowerer:
             for n, v in list(lw.env.items()):
                 if v is root:
                     lw.env[n] = new
-                elif isinstance(root, Var) and isinstance(v, Var) and self.b.may_view(v, root):
+                elif isinstance(v, (Var, numpy.ndarray)) and self.b.may_view(v, root):
                     lw.env[n] = _Stale(n, f"may be a view of `{name}`, which `{text} = ...` "
                                        f"changed (line {line}): numpy would show the change "
                                        f"through `{n}`, srcgrad cannot; take a copy "

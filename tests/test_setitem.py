@@ -362,6 +362,13 @@ def reads_a_view_after_the_write(x):
     return np.sum(r * x[:2])  # E
 
 
+def reads_a_view_of_a_constant_after_the_write(x):
+    a = np.array([1.0, 2.0, 3.0])  # folded to a numpy array at compile time
+    r = a[0:2]
+    a[0] = x[0] ** 2
+    return np.sum(r * x[:2])  # E
+
+
 def repeated_index_write(x):
     y = x * 1.0
     y[np.array([0, 0])] = x[:2]
@@ -374,6 +381,7 @@ REFUSED = [
     (writes_into_a_module_array, "module-level array"),
     (writes_into_a_view, "the array it is a view of"),
     (reads_a_view_after_the_write, "may be a view of `y`"),
+    (reads_a_view_of_a_constant_after_the_write, "may be a view of `a`"),
 ]
 
 
