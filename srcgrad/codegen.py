@@ -48,8 +48,8 @@ _INPLACE = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/"}
 # and the bilinear cotangent ops)
 _FRESH_READERS = {"sum", "mean", "prod", "max", "min", "var", "std", "logsumexp", "matmul",
                   "dot", "inner", "outer", "tensordot", "trace", "trace_transpose",
-                  "scatter_add", "concatenate", "stack", "zeros_like", "ones_like", "shape",
-                  "ndim", "reduced_size", "fused", "copy"}
+                  "scatter_add", "setitem", "concatenate", "stack", "zeros_like", "ones_like",
+                  "shape", "ndim", "reduced_size", "fused", "copy"}
 # a bare name the code calls or reads an attribute of (`np.sin(`, `sum_to(`), outside quotes
 _READ = re.compile(r"""('[^']*'|"[^"]*")|(?<![\w.])([A-Za-z_]\w*)(?=\s*[.(])""")
 _HOLE = "\x00{}\x00"  # an operand's place in a spelling, filled after renaming
@@ -285,7 +285,7 @@ class _Emitter:
             return f"{self.mod.g('np')}.size({self.src(e.ins[0])})"
         if p.name == "getitem":
             x, idx = e.ins
-            return f"{self.src(x)}[{self.index_src(idx)}]"
+            return f"{self.src(x)}[{self.index_src(idx) or '()'}]"  # x[()]: a 0-d item
         return self.spell(p, [self.src(a) for a in e.ins], e.params)
 
     def spell(self, p, ins, params) -> str:

@@ -28,7 +28,7 @@ COPY = Primitive("copy", lambda x: x.copy(), spell=lambda i, p, d: f"np.copy({i[
 
 # ops whose result is new memory (besides elementwise ops and the bilinear cotangents)
 _NEW = {"sum", "mean", "prod", "max", "min", "var", "std", "logsumexp", "matmul", "dot",
-        "inner", "outer", "tensordot", "trace", "trace_transpose", "scatter_add",
+        "inner", "outer", "tensordot", "trace", "trace_transpose", "scatter_add", "setitem",
         "concatenate", "stack", "zeros_like", "ones_like", "zeros", "ones", "full", "eye",
         "arange", "fused", "list_zeros", "stack_list", "copy"}
 # ops whose result may be (a view of) their first input (the others are shapes, indices, a

@@ -209,6 +209,8 @@ class Builder:
         self.made_by: dict[int, "Primitive | str"] = {}
         self.inputs: set[int] = set()  # ids of the function's parameters
         self.escaped: set[int] = set()  # ids of arrays put into run-time lists
+        self.view_base: dict[int, Var] = {}  # id of a view op's result -> the array it views
+        self.carry_why: dict[int, str] = {}  # id of a loop carry -> what its start shares
         self.reads = Reads()  # what the function reads from outside it (srcgrad.guards)
         # id -> ids of the values it may share memory with directly: a view and what it
         # views, a branch result and the values it may be (see `sharing`)
@@ -239,11 +241,30 @@ class Builder:
         if v.id in self.escaped:
             return "an item of a list"
         made = self.made_by.get(v.id)
+        if made is None and v.id in self.carry_why:
+            return self.carry_why[v.id]
         if made is None:
             return "a value of unknown origin (a loop or branch result)"
         if getattr(made, "view", False):  # declared by the op (runtime.ops.core.Primitive)
             return f"the array it is a view of ({made.name})"
         return None
+
+    def may_view(self, w, x) -> bool:
+        """May `w` (another value than `x`) share memory with array `x`, so that a write
+        into `x` shows through `w`? Follows views back to their base; a branch or loop
+        result of unknown origin may be anything."""
+        while True:
+            if w is x:
+                return True
+            if isinstance(w, numpy.ndarray):  # a constant srcgrad folded (or a view of one)
+                return isinstance(x, numpy.ndarray) and numpy.may_share_memory(w, x)
+            if not isinstance(w, Var) or w.kind != "array":
+                return False
+            if w.id in self.view_base:
+                w = self.view_base[w.id]
+                continue
+            return self.made_by.get(w.id) is None and w.id not in self.inputs and \
+                w.const_name is None
 
     def push_block(self):
         self._outer = getattr(self, "_outer", [])
@@ -284,6 +305,8 @@ class Builder:
             for a in args:
                 if isinstance(a, Var) and a.kind == "array":
                     self.link(out, a)
+        if getattr(prim, "view", False) and args and isinstance(args[0], (Var, numpy.ndarray)):
+            self.view_base[out.id] = args[0]
         if prim is LIST_APPEND or prim is LIST_FROM:
             self.escaped.update(a.id for a in args if isinstance(a, Var))
         if prim.name == "shape" and isinstance(args[0], Var):
@@ -522,6 +545,17 @@ class _Undefined:
     def __init__(self, name, why):
         self.name, self.why = name, why
 
+    def message(self):
+        return f"`{self.name}` may be undefined here: {self.why}"
+
+
+class _Stale(_Undefined):
+    """A view of an array that an item assignment changed: numpy would show the change
+    through it, srcgrad's functional update cannot."""
+
+    def message(self):
+        return f"`{self.name}` {self.why}"
+
 
 def _walk_local(stmts, loops=False):
     """AST nodes of `stmts`, not entering nested functions (nor loops unless `loops`)."""
@@ -561,10 +595,32 @@ def _assigned(stmts) -> list:
         elif isinstance(n, ast.For):
             targets = [n.target]
         for t in targets:
-            for m in ast.walk(t):
-                if isinstance(m, ast.Name) and m.id not in names:
-                    names.append(m.id)
+            for m in _target_names(t):
+                if m not in names:
+                    names.append(m)
     return names
+
+
+def _item_base(t):
+    """`x` for a target `x[i]`, `x[i][j]`...; None when the base is not a name."""
+    while isinstance(t, ast.Subscript):
+        t = t.value
+    return t.id if isinstance(t, ast.Name) else None
+
+
+def _target_names(t) -> list:
+    """Names an assignment to target `t` rebinds: `x[i] = v` rebinds x (srcgrad lowers
+    it as `x = setitem(x, i, v)`), not the names in the index."""
+    if isinstance(t, ast.Name):
+        return [t.id]
+    if isinstance(t, ast.Subscript):
+        base = _item_base(t)
+        return [] if base is None else [base]
+    if isinstance(t, (ast.Tuple, ast.List)):
+        return [n for e in t.elts for n in _target_names(e)]
+    if isinstance(t, ast.Starred):
+        return _target_names(t.value)
+    return []
 
 
 def _grown_lists(stmts) -> list:
@@ -606,6 +662,9 @@ class Lowerer:
         self.stack = stack  # code objects / defs on the inlining stack (recursion check)
         self.outer = outer
         self.node = src.tree
+        # how many regions (branches, loop bodies) were open when this body started: an
+        # in-place update inside one of its own regions cannot rebind a caller's names
+        self.depth0 = len(getattr(builder, "_outer", []))
 
     # -- errors -----------------------------------------------------------------------------
 
@@ -719,9 +778,18 @@ class Lowerer:
         self.assign(node.target, self.expr(node.value))
 
     def stmt_AugAssign(self, node):
+        if isinstance(node.target, ast.Subscript):
+            # x[i] += v is x[i] = x[i] + v (the index is evaluated once); a repeated integer
+            # index keeps numpy's last write only, which setitem refuses at run time
+            name, root, idxs = self.item_target(node.target)
+            views = self.item_views(root, idxs)
+            self.b.hint = name
+            cur = ops.getitem(views[-1], idxs[-1])
+            value = self.binop(node.op, cur, self.expr(node.value), node)
+            self.assign_item(node.target, value, node, (name, root, idxs, views))
+            return
         if not isinstance(node.target, ast.Name):
-            raise self.unsupported("augmented assignment into a subscript or attribute "
-                                   "(mutating an array) is", node)
+            raise self.unsupported("augmented assignment to an attribute is", node)
         name = node.target.id
         self.b.hint = name
         cur = self.load(name, node.target)
@@ -748,6 +816,8 @@ class Lowerer:
                              f"its memory with {why}, which numpy would change too; write "
                              f"`{name} = {name} {_OPSYM.get(type(node.op), '+')} ...` to make "
                              "a new array", node, UnsupportedSyntaxError)
+        op = ast.unparse(node).split("=", 1)[0].strip()
+        self.refuse_caller_update(cur, name, f"{op}= ...", node)
         if isinstance(value, Var) and self.b.eqns and self.b.eqns[-1].outs[0] is value:
             value.hint = name
             self.b.named.add(value.id)
@@ -773,6 +843,103 @@ class Lowerer:
                             "which may be a view of it, or be it"
                         return f"`{n}` ({how}; a number or numpy scalar would not be shared)"
         return None
+
+    def item_target(self, t):
+        """An item-assignment target `x[i]`, `x[a][b]`...: the name x, its value, and the
+        indices (each evaluated once, outermost first)."""
+        idxs = []
+        while isinstance(t, ast.Subscript):
+            idxs.append(t.slice)
+            t = t.value
+        if not isinstance(t, ast.Name):
+            raise self.unsupported("assignment into an item of an attribute, a call or an "
+                                   "expression is", t)
+        root = self.load(t.id, t)
+        if isinstance(root, (list, dict, tuple)) or (isinstance(root, Var) and
+                                                     root.kind == "list"):
+            what = "list" if isinstance(root, Var) else type(root).__name__
+            raise self.error(f"assignment into an item of a {what} is not supported (only "
+                             "into arrays); build a new list, or preallocate an array with "
+                             "np.zeros(...) and write into that", t, UnsupportedSyntaxError)
+        if not (isinstance(root, Var) and root.kind == "array") and \
+                not isinstance(root, numpy.ndarray):
+            raise self.error(f"assignment into an item of a {type(root).__name__}: only "
+                             "arrays are supported", t, UnsupportedSyntaxError)
+        idxs = [self.index(i) for i in reversed(idxs)]
+        for a in idxs[:-1]:
+            if not ops.is_basic_index(a):
+                raise self.error("`x[a][b] = v` with an array or mask index `a` writes into "
+                                 "a copy of x[a], and numpy leaves x unchanged; write "
+                                 "`x[a, b] = v`", t, UnsupportedSyntaxError)
+        return t.id, root, idxs
+
+    @staticmethod
+    def item_views(root, idxs):
+        """x, x[a], x[a][b]... down to the array the last index writes into."""
+        views = [root]
+        for a in idxs[:-1]:
+            views.append(ops.getitem(views[-1], a))
+        return views
+
+    def assign_item(self, target, value, node, found=None):
+        """`x[idx] = v` writes into x in place in numpy. srcgrad lowers it as
+        `x = setitem(x, idx, v)`, a new array, and rebinds every name bound to x, so that
+        later reads see the new value. Where x may share its memory with what srcgrad
+        cannot rebind (the caller's argument, a module array, a view of another array), it
+        is refused; a view of x taken earlier becomes unreadable (numpy would show the
+        write through it)."""
+        name, root, idxs, views = found if found is not None else (
+            self.item_target(target) + (None,))
+        if views is None:
+            views = self.item_views(root, idxs)
+        text = ast.unparse(target)
+        why = None
+        if isinstance(root, numpy.ndarray):
+            if self.b.reads.path_of(root) is not None:
+                why = "an array read from outside the function"
+        else:
+            why = self.b.shared_why(root)
+        if why is None and any(_contains(v, root) for lw in self.scopes()
+                               for v in lw.env.values() if isinstance(v, (tuple, list, dict))):
+            why = "an item of a list, tuple or dict"
+        if why is not None:
+            raise self.error(f"writing into `{name}` in place (`{text} = ...`) is not "
+                             f"supported here: `{name}` may share its memory with {why}, "
+                             f"which numpy would change too; write `{name} = {name}.copy()` "
+                             "first to make an array of the function's own", node,
+                             UnsupportedSyntaxError)
+        self.refuse_caller_update(root, name, f"{text} = ...", node)
+        self.b.hint = name
+        new = value
+        for view, a in zip(reversed(views), reversed(idxs)):
+            new = ops.setitem(view, a, new)
+        if isinstance(new, Var):
+            new.hint = name
+            self.b.named.add(new.id)
+        line = getattr(node, "lineno", None)
+        for lw in self.scopes():
+            for n, v in list(lw.env.items()):
+                if v is root:
+                    lw.env[n] = new
+                elif isinstance(v, (Var, numpy.ndarray)) and self.b.may_view(v, root):
+                    lw.env[n] = _Stale(n, f"may be a view of `{name}`, which `{text} = ...` "
+                                       f"changed (line {line}): numpy would show the change "
+                                       f"through `{n}`, srcgrad cannot; take a copy "
+                                       f"(`{n} = ....copy()`) or read `{name}` again")
+
+    def refuse_caller_update(self, root, name, text, node):
+        """An in-place update, inside a branch or loop of an inlined function, of an array
+        that a caller's (or an enclosing function's) names are bound to: the region's
+        result cannot be handed back to those names."""
+        if len(getattr(self.b, "_outer", [])) <= self.depth0 or not isinstance(root, Var):
+            return
+        for lw in self.scopes()[1:]:
+            if any(v is root or (isinstance(v, Var) and self.b.may_view(v, root))
+                   for v in lw.env.values()):
+                raise self.error(f"updating `{name}` in place (`{text}`) inside a branch or "
+                                 "loop of a called function is not supported when the "
+                                 "array belongs to its caller; return the new array and "
+                                 "rebind it in the caller", node, UnsupportedSyntaxError)
 
     def scopes(self):
         """This lowerer and those whose names it can reach: enclosing defs and callers."""
@@ -1100,8 +1267,14 @@ class Lowerer:
                     raise self.error(f"`{n}` does not keep the same kind of value across "
                                      "loop iterations", node, UnsupportedSyntaxError)
                 nexts.extend(nv if isinstance(nv, tuple) else (nv,))
+            # names updated in place in the body (`a += b`, `a[i] = v`): the next iteration
+            # writes into what this one leaves them bound to
             updated = {n.target.id for n in _walk_local(node.body, loops=True)
                        if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)}
+            updated.update(_item_base(t) for n in _walk_local(node.body, loops=True)
+                           for t in (n.targets if isinstance(n, ast.Assign) else
+                                     [n.target] if isinstance(n, ast.AugAssign) else [])
+                           if isinstance(t, ast.Subscript))
             for c, nv in zip(carry, nexts):
                 if c.id in fresh and c.hint in updated and isinstance(nv, Var) and \
                         nv is not c and \
@@ -1110,6 +1283,11 @@ class Lowerer:
                                      "iteration leaves it sharing memory with another array "
                                      f"({self.b.shared_why(nv)}); make a copy first", node,
                                      UnsupportedSyntaxError)
+                if c.id in fresh and c.hint in updated and isinstance(nv, Var) and \
+                        sum(1 for w in nexts if w is nv) > 1:
+                    raise self.error(f"`{c.hint}` is updated in place inside this loop, but an "
+                                     "iteration leaves another name bound to the same array; "
+                                     "make a copy first", node, UnsupportedSyntaxError)
             if has_break:
                 nexts += [self.env["<break>"], nxt_count]
             elif plan is None:
@@ -1160,9 +1338,20 @@ class Lowerer:
             for part in (v if isinstance(v, tuple) else (v,)):
                 if not isinstance(part, Var) or (  # a Python number is never shared
                         part.kind == "array" and self.b.shared_why(part) is None and
-                        sum(1 for x in self.env.values() if x is part) == 1):
+                        sum(1 for x in self.env.values() if x is part) == 1 and
+                        not any(x is not part and self.b.may_view(x, part)
+                                for x in self.env.values()) and
+                        not any(self.b.may_view(x, part) for lw in self.scopes()[1:]
+                                for x in lw.env.values())):
                     fresh.add(carry[k].id)
                     self.b.made_by[carry[k].id] = "loop"
+                elif part.kind == "array":  # say why, should the body update it in place
+                    outer = any(self.b.may_view(x, part) for lw in self.scopes()[1:]
+                                for x in lw.env.values())
+                    self.b.carry_why[carry[k].id] = self.b.shared_why(part) or (
+                        "an array the calling function holds (return the new array and "
+                        "rebind it there)" if outer else
+                        f"another name or view bound to `{n}`'s array before the loop")
                 k += 1
         return fresh
 
@@ -1198,8 +1387,7 @@ class Lowerer:
             for t, v in zip(target.elts, parts):
                 self.assign(t, v)
         elif isinstance(target, ast.Subscript):
-            raise self.unsupported("assignment into an array element (x[i] = v mutates the "
-                                   "array) is", target)
+            self.assign_item(target, value, self.node)
         elif isinstance(target, ast.Attribute):
             raise self.unsupported("assignment to an attribute is", target)
         else:
@@ -1237,8 +1425,7 @@ class Lowerer:
         if name in self.env:
             v = self.env[name]
             if isinstance(v, _Undefined):
-                raise self.error(f"`{name}` may be undefined here: {v.why}", node,
-                                 UnsupportedSyntaxError)
+                raise self.error(v.message(), node, UnsupportedSyntaxError)
             return v
         if self.outer is not None:
             try:

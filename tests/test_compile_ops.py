@@ -470,7 +470,15 @@ def f_full_like(x):
     return np.sum(np.full_like(x, 2.0) * x) + np.sum(np.full_like(x, x[0, 0]) * x)
 
 
+def f_item_assignment(x):
+    y = np.tanh(x)
+    y[1, :] = x[0] ** 2
+    y[:, 2] += x[2, :3]
+    return np.sum(y * y)
+
+
 SHAPES = [
+    (f_item_assignment, [X34]),
     (f_transpose, [X34]), (f_transpose_axes, [B234]), (f_reshape, [X34]), (f_ravel, [X34]),
     (f_axes_moves, [B234]), (f_expand_squeeze, [X34]), (f_broadcast_to, [real(3, 1)]),
     (f_broadcast_to, [real(4)]), (f_slicing, [X34]), (f_slicing_runtime_bounds, [X34]),

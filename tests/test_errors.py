@@ -58,15 +58,14 @@ def uses_global(x):
 
 
 def assigns_subscript(x):
-    y = x * 2
+    y = x  # the caller's array: numpy would change it
     y[0] = 1.0  # E:subscript
     return np.sum(y)
 
 
 def augassigns_subscript(x):
-    y = x * 2
-    y[0] += 1.0  # E:augsubscript
-    return np.sum(y)
+    x[0] += 1.0  # E:augsubscript
+    return np.sum(x)
 
 
 def assigns_attribute(x):
@@ -139,8 +138,8 @@ UNSUPPORTED = [
     (uses_with, "with", "with", "`with`"),
     (uses_yield, "yield", "yield", "yield"),
     (uses_global, "global", "global", "global"),
-    (assigns_subscript, "subscript", "y[0]", "assignment into an array element"),
-    (augassigns_subscript, "augsubscript", "y[0]", "augmented assignment"),
+    (assigns_subscript, "subscript", "y[0]", "the caller's argument"),
+    (augassigns_subscript, "augsubscript", "x[0]", "`x = x.copy()`"),
     (assigns_attribute, "attribute", "h.value", "assignment to an attribute"),
     (prints, "print", "print", "print()"),
     (uses_del, "del", "del", "`del`"),

@@ -415,6 +415,31 @@ for _sx, _idx in GETITEM:
     _vshape = np.zeros(_sx)[_idx].shape
     spec("scatter_add", [A(_vshape), _idx, _sx], ref=ref_scatter_add)
 
+
+
+def ref_setitem(x, idx, v):
+    r = x.copy()
+    r[idx] = v
+    return r
+
+
+SETITEM = [  # (x's shape, index, v's shape): v as the slot's shape or broadcast into it
+    ((3, 4), (slice(1, None), slice(None, None, 2)), (2, 2)),
+    ((3, 4), 1, (4,)),
+    ((3, 4), -1, ()),
+    ((3, 4), (slice(None), 2), (3,)),
+    ((3, 4), (slice(None), slice(1, 3)), (1, 2)),
+    ((5,), slice(None, None, -1), (5,)),
+    ((2, 3, 4), (Ellipsis, 0), (2, 1)),
+    ((3, 4), np.array([2, 0]), (2, 4)),
+    ((3, 4), (np.array([0, 2]), np.array([1, 3])), ()),
+    ((3, 4), np.array([[True, False, True, True], [False, False, True, False],
+                       [True, True, True, False]]), (7,)),
+    ((3, 4), np.array([True, False, True]), (4,)),
+]
+for _sx, _idx, _sv in SETITEM:
+    spec("setitem", [A(_sx), _idx, A(_sv)], ref=ref_setitem)
+
 spec("cast_like", [A((2, 3)), A((1,))], ref=lambda x, like: x.astype(like.dtype))
 spec("cast_like", [A((2, 3)), np.zeros(1, np.float32)], grad=False,
      ref=lambda x, like: x.astype(like.dtype))

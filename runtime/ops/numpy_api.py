@@ -445,6 +445,13 @@ def zeros_like(a, dtype=None, **kw):
     return r if dtype is None else S.astype(r, _dtype_name(dtype))
 
 
+@spelling(numpy.empty_like)
+def empty_like(a, dtype=None, **kw):
+    # the contents of np.empty_like are unspecified: zeros are one valid choice, and they
+    # keep a gradient computed from an element the function forgot to fill finite
+    return zeros_like(a, dtype)
+
+
 @spelling(numpy.ones_like)
 def ones_like(a, dtype=None, **kw):
     r = S.ones_like(a)
@@ -466,6 +473,11 @@ def _dt(dtype):
 @spelling(numpy.zeros)
 def zeros(shape, dtype=float, order="C"):
     return S.zeros(_shape_tuple(shape), **_dt(dtype))
+
+
+@spelling(numpy.empty)
+def empty(shape, dtype=float, order="C"):
+    return zeros(shape, dtype, order)  # unspecified contents: zeros are one valid choice
 
 
 @spelling(numpy.ones)

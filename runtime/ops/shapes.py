@@ -2,7 +2,8 @@
 
 `sum_to` undoes broadcasting (its VJP is `broadcast_to`, and the other way round).
 `getitem` covers basic slices, integer arrays and boolean masks; its VJP `scatter_add`
-accumulates repeated indices (numpy's `add.at`).
+accumulates repeated indices (numpy's `add.at`). `setitem` is `x[idx] = v` as a function:
+a new array, x itself is left as it was (the compiler rebinds the user's name to it).
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from .core import call, defop, fmt
 __all__ = [
     "shape", "ndim", "reshape", "transpose", "swapaxes", "moveaxis", "expand_dims", "squeeze",
     "broadcast_to", "sum_to", "concatenate", "stack", "flip", "getitem", "scatter_add",
-    "zeros_like", "ones_like", "cast_like", "astype", "zeros", "ones", "full", "eye",
+    "setitem", "zeros_like", "ones_like", "cast_like", "astype", "zeros", "ones", "full", "eye",
     "arange", "broadcast_shapes", "concat_index", "is_basic_index", "to_device", "stop_gradient",
     "to_float", "diag", "diag_grad", "diagonal", "diagonal_grad", "tril", "triu", "repeat",
     "repeat_grad", "tile", "tile_grad", "pad", "crop_index", "pad_gather_index", "roll",
@@ -134,6 +135,16 @@ def vjp_scatter_add(g, out, v, idx, newshape):
     return getitem(g, idx)
 
 
+def vjp_setitem_x(g, out, x, idx, v):
+    # the overwritten elements of x do not reach the output
+    return setitem(g, idx, 0.0)
+
+
+def vjp_setitem_v(g, out, x, idx, v):
+    # v may broadcast into the slot (`x[:, 0] = 1.0`, a row into every row): sum it back
+    return sum_to(getitem(g, idx), shape(v))
+
+
 def vjp_cast_like(g, out, x, like):
     return cast_like(g, x)
 
@@ -206,6 +217,47 @@ def _scatter_add(v, idx, newshape):
     return z
 
 
+def _index_repeats(shape_, idx) -> bool:
+    """Does the index select some element of an array of this shape more than once?"""
+    if is_basic_index(idx):
+        return False
+    items = idx if isinstance(idx, tuple) else (idx,)
+    arrays = [getattr(i, "dtype", None) for i in items if not isinstance(i, (slice, int))
+              and i is not None and i is not Ellipsis]
+    if all(d is not None and d.kind == "b" for d in arrays):
+        return False  # boolean masks select each element at most once
+    pos = numpy.arange(int(numpy.prod(shape_, dtype=numpy.int64))).reshape(shape_)[
+        _to_numpy_index(idx)]
+    return numpy.unique(pos).size != pos.size
+
+
+def _to_numpy_index(idx):
+    def one(i):
+        return i.get() if hasattr(i, "get") and not isinstance(i, numpy.ndarray) else i
+
+    return tuple(one(i) for i in idx) if isinstance(idx, tuple) else one(idx)
+
+
+def _setitem(x, idx, v):
+    if _index_repeats(numpy.shape(x), idx):
+        raise ValueError("x[idx] = v with an index that selects some element more than once "
+                         "is not supported: numpy keeps only the last of the writes to it, "
+                         "and srcgrad's gradient would count every one; use unique indices")
+    if getattr(getattr(x, "dtype", None), "kind", "f") in "biu" and type(v) not in (
+            bool, int, float) and getattr(getattr(v, "dtype", None), "kind", "") in "fc":
+        # numpy truncates; srcgrad's gradient of v would not see the truncation (its
+        # derivative is zero), so this is refused rather than differentiated wrongly
+        raise TypeError(f"writing floating values into an array of dtype {x.dtype} "
+                        "truncates them, which srcgrad cannot differentiate; make the array "
+                        "floating (np.zeros(n) is float64) or cast the value first "
+                        "(v.astype(int), which has no gradient)")
+    xp = get_xp(x)
+    # a cotangent may be a numpy scalar (sum_to passes one through): make it an array
+    r = x.copy() if isinstance(x, xp.ndarray) else xp.array(x)
+    r[idx] = v
+    return r
+
+
 def _cast_like(x, like):
     try:
         if x.dtype is like.dtype or x.dtype == like.dtype:  # the common case first
@@ -265,6 +317,9 @@ getitem = defop("getitem", _getitem, vjp_getitem, nondiff=(1,), view=True, reads
 scatter_add = defop("scatter_add", _scatter_add, vjp_scatter_add, nondiff=(1, 2),
                     reads_inputs=False, spell=call("scatter_add"),
                     doc="zeros of `newshape` with `v` added at `idx` (repeats accumulate)")
+setitem = defop("setitem", _setitem, vjp_setitem_x, None, vjp_setitem_v, nondiff=(1,),
+                reads_inputs=False, spell=call("setitem"),
+                doc="a copy of x with x[idx] = v: numpy's item assignment, without mutation")
 cast_like = defop("cast_like", _cast_like, vjp_cast_like, nondiff=(1,), view=True, reads_inputs=False,
                   spell=call("cast_like"), doc="x in the dtype of `like`")
 def _casts_to_integers(args, params) -> bool:

@@ -33,13 +33,13 @@ def list_comprehension(x, n):
 
 
 def subscript_assignment(x):
-    y = np.zeros(3)
-    y[0] = x[1]  # <- subscript assignment
-    return np.sum(y * x)
+    # writes into the caller's array: refused
+    x[0] = x[1]  # <- subscript assignment
+    return np.sum(x * x)
 
 
 def subscript_assignment_in_loop(x, n):
-    y = x * 1.0
+    y = x  # the caller's array, under another name
     for i in range(n):
         y[i] = y[i] * 2.0  # <- subscript assignment
     return np.sum(y)
