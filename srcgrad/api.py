@@ -182,7 +182,7 @@ class _CompiledBase:
         live.update(code.ops)
         guards = {}
         for reads in self._reads:
-            for key, guard in reads.guards.items():
+            for key, guard in reads.final_guards().items():
                 guards.setdefault(key, guard)
         guards = list(guards.values())
         return {"entry": code.entry, "numpy": code.numpy_name, "positional": positional,

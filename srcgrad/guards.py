@@ -56,6 +56,24 @@ class Reads:
         self.origins: dict[int, tuple] = {}  # id(obj) -> (Path, obj): keeps obj alive
         self.guards: dict[tuple, tuple] = {}  # key -> (Path, snapshot)
         self.arrays: dict[tuple, object] = {}  # Path.key -> the Var generated code reads
+        self.seen: dict[int, dict] = {}  # id of an array -> {Path.key: Path} it was found at
+
+    def _found(self, path: Path, v):
+        """Note where array `v` was found; it is read through its first path."""
+        if isinstance(v, numpy.ndarray):
+            self.seen.setdefault(id(v), {})[path.key] = path
+        self.origins.setdefault(id(v), (path, v))
+
+    def final_guards(self) -> dict:
+        """The guards; an array found at two paths (`W` in two containers) is read through
+        one of them, so both must keep holding that very array: guarded by identity."""
+        out = dict(self.guards)
+        for vid, paths in self.seen.items():
+            if len(paths) > 1:
+                arr = self.origins[vid][1]
+                for key, path in paths.items():
+                    out[key] = (path, ("is", arr))
+        return out
 
     def array(self, path: Path, value):
         """The Var generated code reads the array `value` at `path` into, at every call
@@ -63,6 +81,7 @@ class Reads:
         from .ir import Var
 
         self.guards.setdefault(path.key, (path, ("type", type(value))))
+        self._found(path, value)
         var = self.arrays.get(path.key)
         if var is None:
             hint = path.name
@@ -112,7 +131,7 @@ class Reads:
             return value
         path = base.child("item", key)
         if type(obj) in (list, tuple, dict):  # the container's snapshot covers its items
-            self.origins.setdefault(id(value), (path, value))
+            self._found(path, value)
         else:
             self.guards.setdefault(path.key, (path, self.snapshot(value, path)))
         return value
@@ -123,7 +142,7 @@ class Reads:
         if t in _ATOMS or isinstance(v, numpy.generic):
             return ("=", v)
         if path is not None:
-            self.origins.setdefault(id(v), (path, v))
+            self._found(path, v)
             if isinstance(v, numpy.ndarray):  # read at every call: only its type is fixed
                 return ("type", t)
         if t in (list, tuple) and depth < _MAX_DEPTH:
@@ -290,12 +309,18 @@ def describe(guards, fun) -> "list | None":
     """The guards as JSON for the disk cache; None when one is in a namespace another
     process cannot find (the module is then never loaded from the cache)."""
     out = []
+    groups: dict[int, int] = {}  # id of an array found at several paths -> its group
     for path, snap in guards:
         scope = describe_scope(path.scope, fun)
         if scope is None:
             return None
         steps = [[kind, key if kind == "attr" else repr(key)] for kind, key in path.steps]
-        fp = "absent" if snap is ABSENT else _digest(fingerprint(path.get()))
+        if snap is ABSENT:
+            fp = "absent"
+        elif snap[0] == "is" and isinstance(snap[1], numpy.ndarray):
+            fp = f"same-array:{groups.setdefault(id(snap[1]), len(groups))}"
+        else:
+            fp = _digest(fingerprint(path.get()))
         out.append([scope, path.scope.kind, path.name, steps, fp])
     return out
 
@@ -311,6 +336,7 @@ def validate(described, fun, scope_for) -> "list | None":
 
     live = []
     reads = Reads()
+    same: dict[str, object] = {}  # "same-array:k" -> the array its paths must all hold
     try:
         for scope_desc, kind, name, steps, fp in described:
             scope = scope_for(scope_desc, kind)
@@ -322,6 +348,12 @@ def validate(described, fun, scope_for) -> "list | None":
                 live.append((path, ABSENT))
                 continue
             value = path.get()
+            if fp.startswith("same-array:"):
+                if not isinstance(value, numpy.ndarray) or \
+                        same.setdefault(fp, value) is not value:
+                    return None
+                live.append((path, ("is", value)))
+                continue
             if _digest(fingerprint(value)) != fp:
                 return None
             live.append((path, reads.snapshot(value, path)))

@@ -233,3 +233,23 @@ def test_disk_cache_checks_values_and_functions_read(tmp_path, _private_srcgrad_
     got, count = _run(tmp_path, 3.0, _private_srcgrad_cache)
     np.testing.assert_allclose(got, 3.0 * 3 * x ** 2)
     assert count == 1
+
+
+SHARED = np.array([1.0, 2.0, 3.0, 4.0])
+BY_NAME = {"W": SHARED}
+IN_LIST = [SHARED]
+
+
+def reads_one_array_two_ways(x):
+    s = np.sum(BY_NAME["W"] * x)
+    for w in IN_LIST:
+        s = s + np.sum(w * x * x)
+    return s
+
+
+def test_one_array_at_two_paths(monkeypatch):
+    """Generated code reads an array through one path; found at two, it is read through
+    the first for both, so rebinding either one must compile again."""
+    monkeypatch.setattr(THIS, "BY_NAME", dict(BY_NAME))
+    _same_then(reads_one_array_two_ways,
+               lambda: BY_NAME.update(W=np.array([10.0, 20.0, 30.0, 40.0])))
