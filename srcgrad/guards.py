@@ -30,7 +30,7 @@ from .scopes import Path, describe as describe_scope, resolve as resolve_scope
 
 __all__ = ["Reads", "make_check", "fingerprint", "describe", "validate"]
 
-_ATOMS = (bool, int, float, complex, str, bytes, type(None))
+_ATOMS = (bool, int, float, complex, str, bytes, type(None), range)
 _LIBRARIES = frozenset({"numpy", "math", "cmath", "builtins", "scipy", "srcgrad", "runtime",
                         "cupy", "functools", "operator", "itertools", "collections"})
 _MAX_DEPTH = 8
@@ -41,7 +41,9 @@ def _key_ok(k) -> bool:
     """Whether `k` can be an item step of a path (its repr is its source)."""
     if isinstance(k, tuple):
         return all(_key_ok(x) for x in k)
-    return type(k) in (str, int, bool, type(None))
+    if type(k) is float:
+        return k == k and abs(k) != float("inf")  # its repr is its source
+    return type(k) in (str, int, bool, type(None), bytes)
 
 
 def is_library_module(obj) -> bool:
@@ -127,8 +129,18 @@ class Reads:
     def item(self, obj, key, value):
         """`value`, read as `obj[key]` with a constant key."""
         base = self.path_of(obj)
-        if base is None or not _key_ok(key):
+        if base is None:
             return value
+        if type(obj) in (list, tuple) and isinstance(key, slice):
+            for j, i in enumerate(range(*key.indices(len(obj)))):  # the same objects
+                self._found(base.child("item", i), value[j])
+            return value
+        if not _key_ok(key):
+            if type(value) in _ATOMS or isinstance(value, numpy.generic):
+                return value  # covered by the container's snapshot
+            raise TypeError(f"srcgrad cannot follow the item {key!r} of a "
+                            f"{type(obj).__name__} read from outside the function (its "
+                            "arrays must be read at every call): use str, int or float keys")
         path = base.child("item", key)
         if type(obj) in (list, tuple, dict):  # the container's snapshot covers its items
             self._found(path, value)
@@ -152,6 +164,12 @@ class Reads:
                                                   path.child("item", i), depth + 1)
                                     for i, x in enumerate(v)))
         if t is dict and depth < _MAX_DEPTH:
+            for k, x in v.items():
+                if path is not None and not _key_ok(k) and not (
+                        type(x) in _ATOMS or isinstance(x, numpy.generic)):
+                    raise TypeError(f"srcgrad cannot follow the item {k!r} of a dict read "
+                                    "from outside the function (its arrays must be read at "
+                                    "every call): use str, int or float keys")
             return ("map", tuple((k, self.snapshot(
                 x, path.child("item", k) if path is not None and _key_ok(k) else None,
                 depth + 1)) for k, x in v.items()))
@@ -194,10 +212,10 @@ def matches(v, snap) -> bool:
         _, t, items = snap
         return type(v) is t and len(v) == len(items) and \
             all(matches(x, s) for x, s in zip(v, items))
-    if kind == "map":
+    if kind == "map":  # keys in order: iterating over the dict follows it
         items = snap[1]
-        return type(v) is dict and len(v) == len(items) and \
-            all(k in v and matches(v[k], s) for k, s in items)
+        return type(v) is dict and tuple(v) == tuple(k for k, _ in items) and \
+            all(matches(v[k], s) for k, s in items)
     if kind == "method":
         if isinstance(v, types.MethodType):
             return v.__func__ is snap[1] and v.__self__ is snap[2]
@@ -259,6 +277,9 @@ def _term(read: str, snap, env: dict, depth: int = 0) -> str:
     v = f"v{n}"
     env[f"T{n}"] = snap[1] if kind == "seq" else dict
     parts = [f"type({v} := {read}) is T{n}", f"len({v}) == {len(items)}"]
+    if kind == "map":  # keys in order: iterating over the dict follows it
+        env[f"K{n}"] = tuple(k for k, _ in items)
+        parts.append(f"tuple({v}) == K{n}")
     if kind == "seq":
         parts += [_term(f"{v}[{i}]", s, env, depth + 1) for i, s in enumerate(items)]
     else:

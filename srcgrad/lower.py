@@ -1582,6 +1582,11 @@ class Lowerer:
                 return _BoundMethod(prim, obj, name)
             raise self.error(f"arrays have no supported attribute or method {name!r} here",
                              node, UnknownFunctionError)
+        if type(obj) in (float, int, bool) and not hasattr(obj, name) and (
+                name in ATTRIBUTES or name in METHODS):
+            # a number computed at compile time: numpy's ufuncs give numpy scalars, which
+            # have array methods (`np.sin(G).sum()`); the op set folds to Python numbers
+            obj = numpy.asarray(obj)[()]
         if isinstance(obj, (numpy.ndarray, numpy.generic)):  # a constant: its methods are ops'
             if name in ATTRIBUTES:
                 return ATTRIBUTES[name](obj)
@@ -1763,15 +1768,23 @@ class Lowerer:
                 return f()
         if isinstance(f, types.FunctionType):
             return self.inline(f, args, kwargs, node)
-        if isinstance(f, types.MethodType) and isinstance(f.__func__, types.FunctionType):
-            return self.inline(f.__func__, [f.__self__] + list(args), kwargs, node)
+        reads = self.b.reads
         if isinstance(f, functools.partial) and isinstance(f.func, types.FunctionType):
-            return self.inline(f.func, list(f.args) + list(args), {**f.keywords, **kwargs},
+            # what it binds is read like any value from outside (guarded, arrays by path)
+            func = reads.attr(f, "func", f.func)
+            bound_args = reads.attr(f, "args", f.args)
+            keywords = reads.attr(f, "keywords", f.keywords)
+            return self.inline(func, list(bound_args) + list(args), {**keywords, **kwargs},
                                node)
         call = getattr(type(f), "__call__", None)
         if isinstance(call, types.FunctionType) and not isinstance(f, type) and \
-                not _is_transformed(f):  # an object with a __call__ method
-            return self.inline(call, [f] + list(args), kwargs, node)
+                not isinstance(f, types.MethodType) and not _is_transformed(f):
+            f = reads.attr(f, "__call__", f.__call__)  # an object with a __call__ method
+        if isinstance(f, types.MethodType) and isinstance(f.__func__, types.FunctionType):
+            if f.__defaults__ or f.__kwdefaults__:  # guarded through the method's path
+                reads.attr(f, "__defaults__", f.__defaults__)
+                reads.attr(f, "__kwdefaults__", f.__kwdefaults__)
+            return self.inline(f.__func__, [f.__self__] + list(args), kwargs, node)
         name = getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or repr(f)
         mod = getattr(f, "__module__", None)
         full = f"{mod}.{name}" if mod and mod != "builtins" else name

@@ -6,6 +6,7 @@ reached through a dict, list or attribute are read at every call, like arrays re
 name (tests/test_live_globals.py)."""
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -26,6 +27,7 @@ SCALE = 1.5
 CFG = {"s": 2.0, "act": np.tanh, "depth": 2}
 LAYERS = [(np.linspace(0.5, 1.0, 4), 0.5), (np.linspace(-1.0, 1.0, 4), -0.25)]
 NAN = float("nan")
+DEFAULT_S = [1.0]  # a default argument, changed in place by a test
 
 
 class Model:
@@ -253,3 +255,61 @@ def test_one_array_at_two_paths(monkeypatch):
     monkeypatch.setattr(THIS, "BY_NAME", dict(BY_NAME))
     _same_then(reads_one_array_two_ways,
                lambda: BY_NAME.update(W=np.array([10.0, 20.0, 30.0, 40.0])))
+
+
+def _scaled(w, x, s=1.0):
+    return np.sum(w * x * x) * s
+
+
+PARTIAL = functools.partial(_scaled, np.linspace(1.0, 2.0, 4), s=2.0)
+
+
+class Net:
+    def __init__(self):
+        self.w = np.linspace(0.5, 1.0, 4)
+
+    def __call__(self, x, s=DEFAULT_S):
+        return np.sum(self.w * np.sin(x)) * s[0]
+
+    def helper(self, x, s=DEFAULT_S):
+        return np.sum(np.cos(x)) * s[0]
+
+
+NET = Net()
+FLOAT_KEYS = {1.5: np.linspace(1.0, 2.0, 4)}
+ORDERED = {"a": 1.0, "b": 3.0}
+
+
+def calls_partial(x):
+    return PARTIAL(x)
+
+
+def calls_object(x):
+    return NET(x) + NET.helper(x)
+
+
+def reads_float_key(x):
+    return np.sum(FLOAT_KEYS[1.5] * x)
+
+
+def reads_first_key(x):
+    first = list(ORDERED)[0]
+    return ORDERED[first] * np.sum(x * x)
+
+
+def test_partial_arguments_are_guarded_or_read_at_every_call():
+    g = _same_then(calls_partial, lambda: PARTIAL.args[0].__setitem__(slice(None), 3.0))
+    assert g.compile_count == 1
+    _same_then(calls_partial, lambda: PARTIAL.keywords.__setitem__("s", 5.0))
+
+
+def test_callable_objects_and_method_defaults(monkeypatch):
+    _same_then(calls_object, lambda: DEFAULT_S.__setitem__(0, 4.0))
+    _same_then(calls_object, lambda: monkeypatch.setattr(
+        Net, "__call__", lambda self, x: np.sum(np.tanh(x))))
+
+
+def test_float_keys_and_key_order(monkeypatch):
+    _same_then(reads_float_key, lambda: FLOAT_KEYS[1.5].__setitem__(slice(None), -2.0))
+    monkeypatch.setattr(THIS, "ORDERED", dict(ORDERED))
+    _same_then(reads_first_key, lambda: (ORDERED.pop("a"), ORDERED.update(a=1.0)))

@@ -441,3 +441,17 @@ def stack_times_len(x, n):
 
 def test_len_of_a_grown_list_works_as_the_message_says():
     check_grad(stack_times_len, (np.array([0.3, -0.2]), 3), tape=False)
+
+
+G_FLOAT = 0.5
+
+
+def method_of_a_folded_number(x):
+    v = np.sin(G_FLOAT)
+    return v.sum() + np.sum(x * v)
+
+
+def test_array_methods_of_a_number_computed_at_compile_time():
+    """np.sin of a Python float is a numpy scalar in numpy; srcgrad folded it to a Python
+    float and refused `.sum()` on it (found by the generator)."""
+    check_grad(method_of_a_folded_number, (np.array([0.3, 0.4]),))
