@@ -11,7 +11,8 @@ import pytest
 
 import runtime as rt
 import srcgrad
-from compiler_helpers import FD_ATOL, FD_RTOL, TAPE_ATOL, TAPE_RTOL, _scalar
+from compiler_helpers import FD_ATOL, FD_RTOL, TAPE_ATOL, TAPE_RTOL, \
+    finite_differences
 
 Layer = collections.namedtuple("Layer", ["W", "b"])
 
@@ -46,26 +47,17 @@ def _get(x, path):
     return x
 
 
-def fd_tree(fn, args, index, eps=1e-6):
+def fd_tree(fn, args, index):
     """Central differences of scalar fn(*args) w.r.t. every leaf of args[index]: a
     {path: gradient} dict (a float leaf gets a float)."""
     out = {}
     for path, leaf in _leaves(args[index]):
-        scalar_leaf = not isinstance(leaf, np.ndarray)
-        x = np.array(leaf, dtype=np.float64)
-        g = np.zeros_like(x)
-        flat, gflat = x.reshape(-1), g.reshape(-1)
-        for k in range(flat.size):
-            orig = flat[k]
-            vals = []
-            for step in (eps, -eps):
-                flat[k] = orig + step
-                a = list(args)
-                a[index] = _replace(args[index], path, float(x) if scalar_leaf else x.copy())
-                vals.append(_scalar(fn(*a)))
-            flat[k] = orig
-            gflat[k] = (vals[0] - vals[1]) / (2 * eps)
-        out[path] = g
+        def at(value, path=path):
+            a = list(args)
+            a[index] = _replace(args[index], path, value)
+            return fn(*a)
+
+        out[path] = finite_differences(at, [leaf], 0)
     return out
 
 
