@@ -27,6 +27,7 @@ from . import cache as _cache
 from . import guards as _guards
 from . import pytree as _pytree
 from . import scopes as _scopes
+from . import verbatim as _verbatim
 from .codegen import FunctionCode, emit_module
 from .errors import (InternalError, NotDifferentiableError, OutputTypeError, SrcgradError,
                      WrtError)
@@ -100,9 +101,13 @@ def _signature_text(tree: ast.FunctionDef) -> str:
     if a.posonlyargs:
         parts.append("/")
     parts += [p.arg for p in a.args]
-    if a.kwonlyargs:
+    if a.vararg:
+        parts.append("*" + a.vararg.arg)
+    elif a.kwonlyargs:
         parts.append("*")
-        parts += [p.arg for p in a.kwonlyargs]
+    parts += [p.arg for p in a.kwonlyargs]
+    if a.kwarg:
+        parts.append("**" + a.kwarg.arg)
     return ", ".join(parts)
 
 
@@ -192,7 +197,9 @@ class _CompiledBase:
                 "_guards": guards}
 
     def _param_names(self):
-        return [(p.name, p.kind == p.KEYWORD_ONLY)
+        """(name, keyword-only) of each parameter; `*args` and `**kwargs` spelled so."""
+        star = {inspect.Parameter.VAR_POSITIONAL: "*", inspect.Parameter.VAR_KEYWORD: "**"}
+        return [(star.get(p.kind, "") + p.name, p.kind == p.KEYWORD_ONLY)
                 for p in inspect.signature(self.fun).parameters.values()]
 
     def _build_one(self, fused: bool = False, same: bool = False):
@@ -455,6 +462,12 @@ class _CompiledBase:
         if self.kind not in ("grad", "value_and_grad", "vjp") or \
                 isinstance(self, NestedGradFunction):
             raise _structures_refused(self.kind, self.fun)
+        if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+               for p in inspect.signature(self.fun).parameters.values()):
+            raise TypeError(f"srcgrad.{self.kind}({self.fun.__name__}): dicts, lists and "
+                            "tuples of arrays as arguments are not supported for a function "
+                            "with *args or **kwargs parameters; pass arrays, or name the "
+                            "parameters")
         names = self._names
         if names is None:
             names = self._names = [n for n, _ in self._param_names()]
@@ -580,10 +593,16 @@ def check_sound(eqns, outputs, wrt):
     """Refuse, at the user's line, a program in which a value that depends on a `wrt`
     input reaches the output through an op with no derivative rule and no declared zero
     derivative: its gradient would be silently wrong (see ir.unsound_uses)."""
-    bad = unsound_uses(eqns, outputs, {v.id for v in wrt})
+    active = {v.id for v in wrt}
+    bad = unsound_uses(eqns, outputs, active)
+    found = _verbatim.mutated_active(eqns, active)
+    if found is not None:
+        raise _verbatim.mutated_error(*found)
     if not bad:
         return
     e, i = bad[0]
+    if e.prim is _verbatim.PYTHON:
+        raise _verbatim.unsound_error(e, i)
     what = _WHAT.get(e.prim.name, f"the operation {e.prim.name!r} (input {i})")
     msg = (f"{what} has no derivative, but the value depends on a differentiated argument "
            "and reaches the output: srcgrad refuses rather than return a wrong gradient. If "

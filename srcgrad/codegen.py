@@ -34,6 +34,7 @@ from runtime.ops.core import literal
 
 from .fresh import fresh_returns
 from .ir import Eqn, Var, iter_vars
+from .verbatim import PYTHON
 
 __all__ = ["FunctionCode", "ModuleCode", "emit_module", "index_source"]
 
@@ -203,6 +204,7 @@ class _Module:
         self.region_names: dict[str, str] = {}
         self.namers: list[_Namer] = []  # of every function: the locals they chose
         self.local_reserved = self.names.used  # no local may shadow any of these
+        self.modules: dict[str, str] = {}  # modules statements run as written use -> name
 
     def g(self, name: str) -> str:
         """The name under which the code reads module-level or builtin `name`."""
@@ -226,6 +228,14 @@ class _Module:
             self.names.used.add(name + "_cuda")
             self.region_names[base] = name
         return self.region_names[base]
+
+    def module(self, modname: str, hint: str) -> str:
+        """The module-level name of module `modname` (imported by the generated module)."""
+        if modname == "numpy":
+            return self.g("np")
+        if modname not in self.modules:
+            self.modules[modname] = self.bind(hint)
+        return self.modules[modname]
 
     def holder(self, scope) -> str:
         if scope.key not in self.scopes:
@@ -496,8 +506,8 @@ def _python_numbers_pass(eqns, out, maybe, pushed):
                 out.add(e.outs[0].id)
             elif name == "sum_to" and maybe(e.ins[0]):  # returns a number it is given as is
                 out.add(e.outs[0].id)
-            elif getattr(e.prim, "custom", False):  # a user's op returns what it likes
-                out.update(o.id for o in e.outs)
+            elif getattr(e.prim, "custom", False) or e.prim is PYTHON:
+                out.update(o.id for o in e.outs)  # a user's op returns what it likes
             for b in e.blocks():
                 _python_numbers_pass(b.eqns, out, maybe, pushed)
 
@@ -650,6 +660,8 @@ class _BlockCtx:
                 args = ", ".join(em.src(a) for a in e.ins)
                 lines.append(f"{ind}{names} = {em.mod.region_name(e)}({args})")
                 em.mod.regions.append((e, [em.src(a) for a in e.ins]))
+            elif e.prim is PYTHON:
+                self.verbatim(e, ind, lines)
             elif pname == "cond":
                 self.cond(e, ind, lines)
             elif pname in ("for", "while"):
@@ -698,6 +710,22 @@ class _BlockCtx:
                     lines.append(f"{ind}del {', '.join(names)}")
         if len(lines) == start:
             lines.append(f"{ind}pass")
+
+    def verbatim(self, e, ind, lines):
+        """A statement that runs as written (srcgrad.verbatim), its names renamed."""
+        code, em = e.params["code"], self.em
+        names = {}
+        for name, v in zip(code.reads, e.ins):
+            names[name] = em.src(v)
+        for name, how in code.fixed.items():
+            names[name] = em.mod.g(name) if how[0] == "builtin" else \
+                em.mod.module(how[1], name)
+        for name, o in zip(code.writes, e.outs):
+            new = self.name(o, o.hint, True)
+            if name in names and names[name] != new:  # bound before: the statement may
+                lines.append(f"{ind}{new} = {names[name]}")  # not rebind it on every path
+            names[name] = new
+        lines.extend(ind + line for line in code.render(names))
 
     def _index(self, eqns):
         """Who makes and who reads each value of the function's top-level statements."""
@@ -1023,6 +1051,14 @@ def _fused(eqns):
             yield from _fused(b.eqns)
 
 
+def _verbatim(eqns):
+    for e in eqns:
+        if e.prim is PYTHON:
+            yield e
+        for b in e.blocks():
+            yield from _verbatim(b.eqns)
+
+
 def _functions(fc: FunctionCode) -> list:
     """`fc`, the closure it returns and its same-shape variant."""
     out = [fc]
@@ -1071,6 +1107,10 @@ def _emit_planned(fc, inputs, header, ops, clashes):
             mod.holder(v.const_value.scope)
         for e in _fused(f.eqns):
             mod.region_name(e)
+        for e in _verbatim(f.eqns):
+            for name, how in e.params["code"].fixed.items():
+                if how[0] == "module":
+                    mod.module(how[1], name)
     body: list[str] = []
     for f, ins in tops:
         namer = _Namer(mod.local_reserved)
@@ -1104,6 +1144,9 @@ def _imports(mod: _Module) -> list:
         return n if n not in mod.alias else f"{n} as {mod.alias[n]}"
 
     lines = [f"import numpy as {mod.alias.get('np', 'np')}"]
+    for modname, bound in sorted(mod.modules.items()):
+        lines.append(f"import {modname}" if bound == modname else
+                     f"import {modname} as {bound}")
     if "ndarray" in mod.reads:
         lines.append(f"from numpy import {name('ndarray')}")
     if mod.helpers:

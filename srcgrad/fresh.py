@@ -57,8 +57,8 @@ def _roots(eqns, roots: dict) -> dict:
                 roots[o.id] = _of(a, roots) | _of(b, roots)
         elif name in ("for", "while"):
             _loop_roots(e, roots)
-        elif name == "pop":  # a value saved by the forward pass
-            roots.update((o.id, EXTERNAL) for o in e.outs)
+        elif name in ("pop", "python"):  # a value saved by the forward pass, or made by
+            roots.update((o.id, EXTERNAL) for o in e.outs)  # a statement run as written
         elif e.outs:
             roots[e.outs[0].id] = _op_roots(e, roots)
     return roots

@@ -59,6 +59,9 @@ class Reads:
         self.guards: dict[tuple, tuple] = {}  # key -> (Path, snapshot)
         self.arrays: dict[tuple, object] = {}  # Path.key -> the Var generated code reads
         self.seen: dict[int, dict] = {}  # id of an array -> {Path.key: Path} it was found at
+        # what statements that run as written change at every call (srcgrad.verbatim):
+        # nothing at or under these paths may be read at compile time
+        self.changing: dict[tuple, Path] = {}
 
     def _found(self, path: Path, v):
         """Note where array `v` was found; it is read through its first path."""
@@ -77,23 +80,55 @@ class Reads:
                     out[key] = (path, ("is", arr))
         return out
 
+    def changed(self, path: Path):
+        """A statement that runs as written changes the value at `path` at every call:
+        refuse if the compilation has read it (or something in it) at compile time, and
+        refuse such reads from now on."""
+        for gpath, snap in self.guards.values():
+            if _under(gpath, path) or (_under(path, gpath) and snap[0] in _CONTENTS):
+                raise TypeError(_changed_msg(path, gpath, before=True))
+        for var in self.arrays.values():
+            if _under(var.const_value, path):
+                raise TypeError(_changed_msg(path, var.const_value, before=True))
+        self.changing[path.key] = path
+
+    def _check(self, path: Path, snap=None):
+        """Refuse a compile-time read of `path` (whose snapshot is `snap`) that a
+        statement run as written has changed."""
+        for d in self.changing.values():
+            if _under(path, d) or (snap is not None and snap[0] in _CONTENTS and
+                                   _under(d, path)):
+                raise TypeError(_changed_msg(d, path, before=False))
+
+    def _guard(self, path: Path, snap):
+        self._check(path, snap)
+        self.guards.setdefault(path.key, (path, snap))
+
+    def runtime(self, path: Path, value):
+        """The Var a statement that runs as written reads `value` (not an array) into:
+        read through its path at every call, not guarded."""
+        from .ir import Var
+
+        self._found(path, value)
+        var = self.arrays.get(path.key)
+        if var is None:
+            var = Var(_hint(path), "array")
+            var.const_name, var.const_value = var.hint, path
+            self.arrays[path.key] = var
+        return var
+
     def array(self, path: Path, value):
         """The Var generated code reads the array `value` at `path` into, at every call
         (guarded to stay an array of its type)."""
         from .ir import Var
 
+        self._check(path)
         self.guards.setdefault(path.key, (path, ("type", type(value))))
         self._found(path, value)
         var = self.arrays.get(path.key)
         if var is None:
-            hint = path.name
-            for kind, key in path.steps:
-                hint = key if kind == "attr" or isinstance(key, str) else f"{hint}_{key}"
-            hint = "".join(c if c.isalnum() or c == "_" else "_" for c in str(hint))
-            if not hint or hint[0].isdigit():
-                hint = "a_" + hint
-            var = Var(hint, "array")
-            var.const_name, var.const_value = hint, path
+            var = Var(_hint(path), "array")
+            var.const_name, var.const_value = var.hint, path
             self.arrays[path.key] = var
         return var
 
@@ -108,7 +143,8 @@ class Reads:
 
     def root(self, path: Path, value):
         """`value`, read as `path.name` from its namespace."""
-        self.guards.setdefault(path.key, (path, self.snapshot(value, path)))
+        self._check(path)
+        self._guard(path, self.snapshot(value, path))
         return value
 
     def builtin(self, path: Path):
@@ -123,7 +159,8 @@ class Reads:
         if type(obj) in (list, tuple, dict, set) or isinstance(obj, numpy.ndarray):
             return value  # a method of a container: its snapshot covers the contents
         path = base.child("attr", name)
-        self.guards.setdefault(path.key, (path, self.snapshot(value, path)))
+        self._check(path)
+        self._guard(path, self.snapshot(value, path))
         return value
 
     def item(self, obj, key, value):
@@ -142,10 +179,11 @@ class Reads:
                             f"{type(obj).__name__} read from outside the function (its "
                             "arrays must be read at every call): use str, int or float keys")
         path = base.child("item", key)
+        self._check(path)
         if type(obj) in (list, tuple, dict):  # the container's snapshot covers its items
             self._found(path, value)
         else:
-            self.guards.setdefault(path.key, (path, self.snapshot(value, path)))
+            self._guard(path, self.snapshot(value, path))
         return value
 
     def snapshot(self, v, path: "Path | None", depth: int = 0):
@@ -181,6 +219,33 @@ class Reads:
                 not isinstance(getattr(v, "__self__", None), (types.ModuleType, type(None))):
             return ("method", v.__name__, v.__self__)
         return ("is", v)
+
+
+_CONTENTS = ("atoms", "seq", "map")  # snapshots that cover what a container holds
+
+
+def _under(p: Path, q: Path) -> bool:
+    """Is `p` at or under `q` (`q`, or reached from it through attributes/items)?"""
+    return p.scope.key == q.scope.key and p.name == q.name and \
+        p.steps[:len(q.steps)] == q.steps
+
+
+def _changed_msg(changed: Path, read: Path, before: bool) -> str:
+    when = "before" if before else "after"
+    return (f"the function reads `{read.text()}` when srcgrad compiles it, {when} a statement "
+            f"that runs as written changes `{changed.text()}` at every call: the value read "
+            "would be stale (or the function compiled again at each call). Pass the value "
+            "as an argument, or read it in a statement that runs as written")
+
+
+def _hint(path: Path) -> str:
+    hint = path.name
+    for kind, key in path.steps:
+        hint = key if kind == "attr" or isinstance(key, str) else f"{hint}_{key}"
+    hint = "".join(c if c.isalnum() or c == "_" else "_" for c in str(hint))
+    if not hint or hint[0].isdigit():
+        hint = "a_" + hint
+    return hint
 
 
 def _is_nan(v) -> bool:

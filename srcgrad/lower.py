@@ -15,6 +15,7 @@ import ast
 import builtins
 import copy
 import functools
+import importlib
 import inspect
 import math
 import numbers
@@ -36,6 +37,7 @@ from .frontend import Source, lambda_as_def, parse_function
 from .ir import Block, Eqn, Graph, Loc, Var
 from .guards import Reads
 from .scopes import Path, scope_of, self_scope
+from . import verbatim
 
 _MISSING = object()
 
@@ -153,6 +155,13 @@ def _contains(container, v) -> bool:
                for x in items)
 
 
+def _containers(v):
+    if isinstance(v, (list, dict, tuple)):
+        yield v
+        for x in (v.values() if isinstance(v, dict) else v):
+            yield from _containers(x)
+
+
 def _has_var(v) -> bool:
     if isinstance(v, Var):
         return True
@@ -209,6 +218,9 @@ class Builder:
         self.made_by: dict[int, "Primitive | str"] = {}
         self.inputs: set[int] = set()  # ids of the function's parameters
         self.escaped: set[int] = set()  # ids of arrays put into run-time lists
+        # ids of values a statement run as written made: of unknown type (srcgrad.verbatim)
+        self.opaque: set[int] = set()
+        self.frozen: set[int] = set()  # ids of the containers the arguments came in
         self.view_base: dict[int, Var] = {}  # id of a view op's result -> the array it views
         self.carry_why: dict[int, str] = {}  # id of a loop carry -> what its start shares
         self.reads = Reads()  # what the function reads from outside it (srcgrad.guards)
@@ -530,6 +542,10 @@ _SIDE_EFFECTS = {builtins.print: "print()", builtins.input: "input()",
                  builtins.open: "open()", builtins.exec: "exec()", builtins.eval: "eval()"}
 
 
+class _NotStatic(Exception):
+    """A comprehension iterates over something known only at run time."""
+
+
 class _Return(Exception):
     def __init__(self, value):
         self.value = value
@@ -665,6 +681,7 @@ class Lowerer:
         # how many regions (branches, loop bodies) were open when this body started: an
         # in-place update inside one of its own regions cannot rebind a caller's names
         self.depth0 = len(getattr(builder, "_outer", []))
+        self.probing = False  # see static_comprehension
 
     # -- errors -----------------------------------------------------------------------------
 
@@ -695,6 +712,17 @@ class Lowerer:
         self.b.loc = Loc(self.src.filename, node.lineno, node.col_offset, text)
         self.b.hint = "t"
         try:
+            why = verbatim.reason(self, node)
+            if why is not None:
+                rest = verbatim.hoist(self, node)
+                if rest is None:
+                    verbatim.stage(self, node, why)
+                    return
+                node = rest
+                why = verbatim.reason(self, node)
+                if why is not None:  # what the calls' results are used for runs as written
+                    verbatim.stage(self, node, why)
+                    return
             method = getattr(self, "stmt_" + type(node).__name__, None)
             if method is None:
                 what = _UNSUPPORTED_STMT.get(type(node), f"`{type(node).__name__}` statements")
@@ -736,15 +764,112 @@ class Lowerer:
                     lst = self.b.stage(LIST_APPEND, [lst, item, pos], {})
                 self.env[fn.value.id] = lst
                 return
-            f = self.expr(v.func)
-            if isinstance(f, types.BuiltinMethodType) and isinstance(
-                    getattr(f, "__self__", None), list) and f.__name__ in ("append", "extend"):
-                self.call(f, v)
-                return
-            if f in _SIDE_EFFECTS:
-                raise self.unsupported(f"{_SIDE_EFFECTS[f]} has side effects: it is", v)
-        raise self.unsupported("an expression whose value is discarded (a call made for its "
-                               "side effects) is", node)
+            self.call(self.expr(v.func), v)  # an op or a function with source: its
+            return  # value is unused
+        self.expr(v)
+
+    def stmt_Delete(self, node):
+        for t in node.targets:  # names only: `del d[k]`, `del obj.a` run as written
+            self.load(t.id, t)
+            self.env[t.id] = _Undefined(t.id, "it was deleted with `del`")
+
+    def stmt_Import(self, node):
+        for alias in node.names:  # a module is a constant, like a module-level import's
+            if alias.asname:
+                self.env[alias.asname] = importlib.import_module(alias.name)
+            else:
+                top = alias.name.split(".")[0]
+                importlib.import_module(alias.name)
+                self.env[top] = importlib.import_module(top)
+
+    def stmt_ImportFrom(self, node):
+        if node.level:
+            raise self.unsupported("a relative import inside the function is", node)
+        mod = importlib.import_module(node.module)
+        for alias in node.names:
+            if alias.name == "*":
+                raise self.unsupported("`from ... import *` is", node)
+            try:
+                value = getattr(mod, alias.name)
+            except AttributeError:
+                value = importlib.import_module(f"{node.module}.{alias.name}")
+            self.env[alias.asname or alias.name] = value
+
+    # -- what a statement that runs as written needs (srcgrad.verbatim) ---------------------
+
+    MISSING = _MISSING
+    NOPE = object()  # peek: not known without running code
+
+    class RunTimeAttr:
+        """An attribute of a value known only at run time (`rng.normal`)."""
+
+        def __init__(self, var, name):
+            self.var, self.name = var, name
+
+    def resolve_quiet(self, name):
+        """(value of `name`, whether it is a local of this or an enclosing body), without
+        recording the read; (MISSING, False) if it is not defined."""
+        low = self
+        while low is not None:
+            if name in low.env:
+                return low.env[name], True
+            low = low.outer
+        try:
+            return self.src.lookup(name), False
+        except KeyError:
+            return _MISSING, False
+
+    def is_undefined(self, v) -> bool:
+        return isinstance(v, _Undefined)
+
+    def is_opaque(self, v) -> bool:
+        return isinstance(v, Var) and v.id in self.b.opaque
+
+    def peek(self, node):
+        """The value of a name or attribute chain, read without recording it; NOPE when
+        it is not known without running code."""
+        if isinstance(node, ast.Name):
+            v, _ = self.resolve_quiet(node.id)
+            return self.NOPE if v is _MISSING or isinstance(v, _Undefined) else v
+        if isinstance(node, ast.Attribute):
+            base = self.peek(node.value)
+            if base is self.NOPE or isinstance(base, self.RunTimeAttr):
+                return self.NOPE
+            if isinstance(base, Var):
+                prim = ops.PRIMITIVES.get(node.attr)
+                known = node.attr in ATTRIBUTES or node.attr in METHODS or (
+                    prim is not None and not prim.meta) or (
+                    base.kind == "list" and node.attr in ("append", "extend"))
+                return self.RunTimeAttr(base, node.attr) if base.id in self.b.opaque or \
+                    not known else self.NOPE
+            try:
+                return getattr(base, node.attr)
+            except Exception:
+                return self.NOPE
+        return self.NOPE
+
+    def unknown_call(self, call) -> bool:
+        """Would this call be refused as unknown, or change a container from outside the
+        function (`self.history.append(v)`, which must happen at run time)?"""
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr in verbatim.MUTATING_METHODS:
+            root, steps = verbatim.root_of(func.value)
+            v, local = self.resolve_quiet(root) if root else (_MISSING, False)
+            receiver = self.peek(func.value)
+            if v is not _MISSING and not isinstance(v, Var) and \
+                    not isinstance(receiver, (types.ModuleType, type)) and \
+                    receiver is not self.NOPE and \
+                    (not local or steps or self.b.reads.path_of(v) is not None):
+                return True
+        return self.unknown_callee(self.peek(func))
+
+    def unknown_callee(self, f) -> bool:
+        """Would calling `f` (from `peek`) be refused as an unknown function?"""
+        if f is self.NOPE:
+            return False
+        if isinstance(f, (self.RunTimeAttr, Var)):
+            return isinstance(f, self.RunTimeAttr) or f.id in self.b.opaque
+        return not _lowerable(f)
 
     def stmt_Pass(self, node):
         pass
@@ -777,7 +902,34 @@ class Lowerer:
             self.b.hint = node.target.id
         self.assign(node.target, self.expr(node.value))
 
+    def static_item(self, t):
+        """(container, key) for `d[k] = v` into a dict or list the function made at
+        compile time (`grads = {}`), with a constant key, outside run-time branches and
+        loops: an item assignment done when compiling. None otherwise."""
+        if not isinstance(t.value, ast.Name) or len(getattr(self.b, "_outer", [])):
+            return None
+        root, local = self.resolve_quiet(t.value.id)
+        if not local or type(root) not in (dict, list) or id(root) in self.b.frozen or \
+                self.b.reads.path_of(root) is not None:
+            return None
+        key = self.index(t.slice)
+        if _has_var(key) or (type(root) is list and not isinstance(key, int)):
+            return None
+        if type(root) is dict:
+            try:
+                hash(key)
+            except TypeError:
+                return None
+        return root, key
+
     def stmt_AugAssign(self, node):
+        found = self.static_item(node.target) if isinstance(node.target, ast.Subscript) \
+            else None
+        if found is not None:
+            container, key = found
+            value = self.binop(node.op, container[key], self.expr(node.value), node)
+            container[key] = value
+            return
         if isinstance(node.target, ast.Subscript):
             # x[i] += v is x[i] = x[i] + v (the index is evaluated once); a repeated integer
             # index keeps numpy's last write only, which setitem refuses at run time
@@ -1371,7 +1523,8 @@ class Lowerer:
 
     def assign(self, target, value):
         if isinstance(target, ast.Name):
-            if isinstance(value, Var) and self.b.eqns and self.b.eqns[-1].outs[0] is value:
+            if isinstance(value, Var) and self.b.eqns and self.b.eqns[-1].outs and \
+                    self.b.eqns[-1].outs[0] is value:
                 value.hint = target.id
                 self.b.named.add(value.id)
             self.env[target.id] = value
@@ -1387,6 +1540,10 @@ class Lowerer:
             for t, v in zip(target.elts, parts):
                 self.assign(t, v)
         elif isinstance(target, ast.Subscript):
+            found = self.static_item(target)
+            if found is not None:
+                found[0][found[1]] = value
+                return
             self.assign_item(target, value, self.node)
         elif isinstance(target, ast.Attribute):
             raise self.unsupported("assignment to an attribute is", target)
@@ -1408,6 +1565,8 @@ class Lowerer:
                 value = self.b.reads.as_var(value)  # than by name: read it at every call
             return value
         except StaticValueNeeded as e:
+            if self.probing:
+                raise _NotStatic() from None
             raise self.error(f"srcgrad needs {e.what} at compile time, but it is only known "
                              "when the function runs", node) from None
         except (UnsupportedArgument, TypeError, ValueError, IndexError, ZeroDivisionError) as e:
@@ -1451,6 +1610,129 @@ class Lowerer:
             reads.builtin(path)  # found in builtins: a global of that name would hide it
             return value
         return reads.root(path, value)
+
+    def expr_ListComp(self, node):
+        return self.comprehension(node)
+
+    expr_GeneratorExp = expr_ListComp  # made as a list: numeric code sums or stacks it
+
+    def expr_DictComp(self, node):
+        return self.comprehension(node)
+
+    def comprehension(self, node):
+        """`[e for t in it if c]` as the loop Python runs, with its own scope: unrolled
+        into a list made at compile time when what it iterates over is known then (a
+        range, a list of arrays...) and short, else a run-time loop building a list."""
+        names = [n.id for g in node.generators for n in ast.walk(g.target)
+                 if isinstance(n, ast.Name)]
+        saved = {n: self.env.get(n, _MISSING) for n in names}
+        staged = len(self.b.eqns)
+        try:
+            return self.static_comprehension(node)
+        except _NotStatic:
+            del self.b.eqns[staged:]  # (an impure op staged before must not run twice)
+        finally:
+            for n, v in saved.items():
+                if v is _MISSING:
+                    self.env.pop(n, None)
+                else:
+                    self.env[n] = v
+        return self.loop_comprehension(node)
+
+    _UNROLL = 64  # the most items a comprehension is unrolled into
+
+    def static_comprehension(self, node):
+        is_dict = isinstance(node, ast.DictComp)
+        out = {} if is_dict else []
+        gens = node.generators
+
+        def run(i):
+            if i == len(gens):
+                if is_dict:
+                    k = self.expr(node.key)
+                    if _has_var(k):
+                        raise self.error("a dict comprehension's keys must be known at "
+                                         "compile time (strings, numbers)", node.key,
+                                         UnsupportedSyntaxError)
+                    out[k] = self.expr(node.value)
+                else:
+                    out.append(self.expr(node.elt))
+                return
+            gen = gens[i]
+            if gen.is_async:
+                raise self.unsupported("async comprehensions are", node)
+            self.probing = True  # a value needed at compile time: not static after all
+            try:
+                it = self.expr(gen.iter)
+            finally:
+                self.probing = False
+            if isinstance(it, (Var, numpy.ndarray)) or not isinstance(
+                    it, (list, tuple, range, dict, str, zip, enumerate, reversed)):
+                raise _NotStatic()
+            items = list(it)
+            if len(items) > self._UNROLL:
+                raise _NotStatic()
+            for item in items:
+                self.assign(gen.target, item)
+                keep = True
+                for c in gen.ifs:
+                    test = self.expr(c)
+                    if _has_var(test):
+                        raise _NotStatic()
+                    if not test:
+                        keep = False
+                        break
+                if keep:
+                    run(i + 1)
+
+        run(0)
+        return out
+
+    def loop_comprehension(self, node):
+        is_dict = isinstance(node, ast.DictComp)
+        # the list is built under the name it is assigned to (saved and restored around
+        # the loop), or a name the comprehension does not use
+        used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+        base = self.b.hint
+        key = base if base.isidentifier() and base != "t" and base not in used else \
+            next(n for n in ("items", "values", "parts", "_items") if n not in used)
+        if is_dict:
+            inner = ast.Assign(targets=[ast.Subscript(value=ast.Name(id=key, ctx=ast.Load()),
+                                                      slice=node.key, ctx=ast.Store())],
+                               value=node.value)
+        else:
+            append = ast.Attribute(value=ast.Name(id=key, ctx=ast.Load()), attr="append",
+                                   ctx=ast.Load())
+            inner = ast.Expr(value=ast.Call(func=append, args=[node.elt], keywords=[]))
+        names = [key]
+        for gen in reversed(node.generators):
+            if gen.is_async:
+                raise self.unsupported("async comprehensions are", node)
+            for cond in reversed(gen.ifs):
+                inner = ast.If(test=cond, body=[inner], orelse=[])
+            inner = ast.For(target=gen.target, iter=gen.iter, body=[inner], orelse=[])
+            names += [n.id for n in ast.walk(gen.target) if isinstance(n, ast.Name)]
+        init = ast.Assign(targets=[ast.Name(id=key, ctx=ast.Store())],
+                          value=ast.Dict(keys=[], values=[]) if is_dict else ast.List(
+                              elts=[], ctx=ast.Load()))
+        for stmt in (init, inner):
+            for n in ast.walk(stmt):
+                if not hasattr(n, "lineno"):
+                    ast.copy_location(n, node)
+            ast.fix_missing_locations(stmt)
+        saved = {n: self.env.get(n, _MISSING) for n in names}
+        where = (self.node, self.b.loc, self.b.hint)
+        try:
+            self.stmt(init)
+            self.stmt(inner)
+            return self.env[key]
+        finally:
+            self.node, self.b.loc, self.b.hint = where
+            for n, v in saved.items():
+                if v is _MISSING:
+                    self.env.pop(n, None)
+                else:
+                    self.env[n] = v
 
     def expr_Tuple(self, node):
         return tuple(self.expr(e) for e in node.elts)
@@ -1857,6 +2139,33 @@ class Lowerer:
         return None
 
 
+_STATIC_BUILTINS = {builtins.len, builtins.float, builtins.int, builtins.bool, builtins.abs,
+                    builtins.pow, builtins.min, builtins.max, builtins.sum, builtins.range,
+                    builtins.tuple, builtins.list, builtins.zip, builtins.enumerate,
+                    builtins.reversed, builtins.isinstance}
+
+
+def _lowerable(f) -> bool:
+    """Does `Lowerer.apply` lower a call of `f` (rather than refuse it as unknown)? A
+    call it does not is run as written (srcgrad.verbatim) when its statement allows."""
+    if isinstance(f, (_BoundMethod, Primitive, _LocalFunction)) or not _hashable(f):
+        return True
+    if f in NUMPY or f in _MATH or f in _STATIC_BUILTINS or isinstance(f, types.FunctionType):
+        return True
+    owner = getattr(f, "__self__", None)
+    if isinstance(f, types.BuiltinMethodType) and (
+            (isinstance(owner, list) and f.__name__ in ("append", "extend", "pop", "index")) or
+            (type(owner) is dict and f.__name__ in ("get", "keys", "values", "items"))):
+        return True
+    if isinstance(f, functools.partial):
+        return isinstance(f.func, types.FunctionType)
+    if isinstance(f, types.MethodType):
+        return isinstance(f.__func__, types.FunctionType)
+    call = getattr(type(f), "__call__", None)
+    return isinstance(call, types.FunctionType) and not isinstance(f, type) and \
+        not _is_transformed(f)
+
+
 def _is_transformed(f) -> bool:
     from .api import _CompiledBase
 
@@ -1884,9 +2193,6 @@ def lower(fn, same=(), floats=(), trees=None) -> tuple[Graph, Source, dict]:
     src = parse_function(fn)
     a = src.tree.args
     low = Lowerer(src, Builder(), {}, (fn.__code__,))
-    if a.vararg or a.kwarg:
-        node = a.vararg or a.kwarg
-        raise low.unsupported("*args and **kwargs parameters are", node)
     if isinstance(fn, types.MethodType):  # `self` is the object, read like a global
         first = (a.posonlyargs + a.args)[0].arg
         low.env[first] = low.b.reads.root(Path(self_scope(fn), first), fn.__self__)
@@ -1895,11 +2201,16 @@ def lower(fn, same=(), floats=(), trees=None) -> tuple[Graph, Source, dict]:
             ([], a.args[1:])
         src.tree = copy.copy(src.tree)
         src.tree.args = a  # the generated function's signature: the bound one
-    params = [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs]
+    params = [p.arg for p in a.posonlyargs + a.args + ([a.vararg] if a.vararg else []) +
+              a.kwonlyargs + ([a.kwarg] if a.kwarg else [])]
+    varargs = {p.arg for p in (a.vararg, a.kwarg) if p is not None}
     if trees is None:
         inputs = [Var(p, "array") for p in params]
         values = list(inputs)
         leaves = [[v] for v in inputs]
+        # *args and **kwargs: a tuple and a dict known only at run time, for statements
+        # that run as written (srcgrad.verbatim); items of them are read as values
+        low.b.opaque.update(v.id for v in inputs if v.hint in varargs)
     else:
         from . import pytree
 
@@ -1921,6 +2232,7 @@ def lower(fn, same=(), floats=(), trees=None) -> tuple[Graph, Source, dict]:
     for i in same:
         inputs[i].sclass, inputs[i].dclass = ("same",), ("same",)
     low.env.update(zip(params, values))
+    low.b.frozen = {id(c) for v in values for c in _containers(v)}  # the caller's structures
     with staging(low.b):
         try:
             low.run_body(src.tree.body)

@@ -188,7 +188,7 @@ def _key(e: Eqn):
     return (e.prim, tuple(parts), params)  # the op itself: two user's ops may share a name
 
 
-_STRUCTURED = {"cond", "for", "while", "newstack", "push", "pop"}
+_STRUCTURED = {"cond", "for", "while", "newstack", "push", "pop", "python"}
 
 
 def optimize(graph: Graph, named: set | None = None, passes=PASSES, keep=()) -> Graph:

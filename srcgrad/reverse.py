@@ -120,6 +120,10 @@ class _Reverser:
             i -= 1
 
     def prim(self, e: Eqn, cts: dict):
+        if len(e.outs) != 1:  # a statement run as written: no derivative passes through
+            for o in e.outs:  # it (a derivative reaching it was refused by check_sound)
+                cts.pop(o.id, None)
+            return
         o = e.outs[0]
         g = cts.pop(o.id, None)
         if g is None:

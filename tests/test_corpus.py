@@ -565,8 +565,6 @@ REFUSED = [
                  ["yield"], id="yield-statement"),
     pytest.param(unsupported.generator_expression_value, "yield",
                  srcgrad.UnsupportedSyntaxError, ["yield"], id="yield-expression"),
-    pytest.param(unsupported.list_comprehension, "list comprehension",
-                 srcgrad.UnsupportedSyntaxError, ["list comprehension"], id="listcomp"),
     pytest.param(unsupported.subscript_assignment, "subscript assignment",
                  srcgrad.UnsupportedSyntaxError, ["`x[0] = ...`", "`x = x.copy()`"],
                  id="subscript-assignment"),

@@ -441,13 +441,26 @@ def test_floats_written_into_an_integer_array_are_refused():
                                finite_differences(cast_first, [x], 0), atol=1e-6)
 
 
-def test_assigning_into_a_python_list_item_is_refused():
+def test_assigning_into_a_python_list_item():
+    # a list the function builds is a compile-time container: its items are set then
     def f(x):
         parts = [x, x]
-        parts[0] = x * 2  # E
+        parts[0] = x * 2
+        parts[1] += x
+        return np.sum(parts[0] * parts[1])
+
+    np.testing.assert_allclose(srcgrad.grad(f, cache=False)(np.ones(3)), np.full(3, 8.0))
+
+
+def test_assigning_into_a_python_list_item_in_a_run_time_loop_is_refused():
+    def f(x):
+        parts = [x, x]
+        for i in range(x.shape[0]):  # E
+            parts[0] = parts[0] * 2
         return np.sum(parts[0])
 
-    with pytest.raises(UnsupportedSyntaxError, match="item of a list") as info:
+    with pytest.raises(UnsupportedSyntaxError, match="`parts` is changed inside a loop") \
+            as info:
         srcgrad.grad(f, cache=False)(np.ones(3))
     assert info.value.lineno == _marked_line(f)
 

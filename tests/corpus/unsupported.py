@@ -27,11 +27,6 @@ def generator_expression_value(x):
     return np.sum(y)
 
 
-def list_comprehension(x, n):
-    ys = [np.sin(x) * k for k in range(n)]  # <- list comprehension
-    return np.sum(np.stack(ys))
-
-
 def subscript_assignment(x):
     # writes into the caller's array: refused
     x[0] = x[1]  # <- subscript assignment

@@ -1,0 +1,736 @@
+"""Statements that run as written.
+
+A statement srcgrad cannot or need not differentiate (`self.nfev += 1`, `print(...)`,
+`rng = np.random.default_rng(0)`, `assert ...`, `try`, `with`, `raise`) is not lowered to
+ops: it becomes one `python` equation that holds its syntax tree, and the generated code
+holds the statement itself, run at every call, in order, with its side effects:
+
+    # (user)                          # (generated)
+    self.nfev += 1                    self.nfev += 1
+    noise = rng.normal(size=x.shape)  noise = rng.normal(size=np.shape(x))
+
+What the statement reads becomes the equation's inputs (a run-time value's Var, a constant,
+or an object outside the function, read through its namespace at every call); the local
+names it binds become its outputs: values of unknown type, known only at run time, that
+carry no derivative. Soundness rests on three checks:
+- an output that depends on a differentiated value would drop a derivative: the ordinary
+  soundness check (`ir.unsound_uses`) refuses it, since the op has no derivative rule;
+- a statement that may change an array in place (`rng.shuffle(a)`, `a.sort()`, `out=a`,
+  `a[0] = v` inside a `try`) rebinds that name to a new output, and is refused when the
+  array depends on a differentiated value (`mutated_active`);
+- a value outside the function the statement changes (`self.nfev`, `CFG['n']`, the list
+  `self.history`) is not read at compile time before or after it (`guards.Reads.changed`).
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import copy
+import types
+
+import numpy
+
+from runtime.ops.core import Primitive
+
+from .errors import UnsupportedSyntaxError
+
+__all__ = ["PYTHON", "Code", "reason", "stage", "mutated_active", "render"]
+
+#: One statement run as written. Not pure (it is never folded, merged or dropped), no
+#: derivative rule and no declared zero derivative: a differentiated value reaching an
+#: output is refused by the soundness check.
+PYTHON = Primitive("python", None, differentiable=False, zero_grad=False, pure=False)
+
+_KIND = {ast.Try: "a `try` statement", ast.With: "a `with` statement",
+         ast.Raise: "a `raise` statement", ast.Assert: "an `assert` statement",
+         ast.Delete: "a `del` statement"}
+if hasattr(ast, "TryStar"):
+    _KIND[ast.TryStar] = "a `try` statement"
+
+# methods that change the object they are called on
+MUTATING_METHODS = {"fill", "sort", "partition", "resize", "put", "itemset", "setflags",
+                     "byteswap", "shuffle", "append", "extend", "insert", "pop", "remove",
+                     "clear", "update", "setdefault", "popitem", "add", "discard", "reverse",
+                     "__setitem__", "__delitem__", "__iadd__", "__imul__", "__isub__"}
+# functions that change an array they are given
+_MUTATING_FUNCTIONS = {"shuffle", "copyto", "put", "place", "putmask", "fill_diagonal",
+                       "at", "put_along_axis", "permuted"}
+# modules whose functions change their arguments only as `_MUTATING_FUNCTIONS` say
+_KNOWN_MODULES = ("numpy", "builtins", "math", "cmath", "random", "time", "logging",
+                  "warnings", "json", "os", "sys", "itertools", "functools", "operator",
+                  "statistics", "pprint", "copy", "collections", "scipy")
+
+
+class Code:
+    """The `code` parameter of a `python` equation."""
+
+    def __init__(self, node, reads, writes, fixed, mutates, why, call=None):
+        self.node = node  # the statement (a private copy)
+        self.call = call  # (qualified name, line, column) of the call it runs for, if any
+        self.reads = reads  # user names, in the order of the equation's inputs
+        self.writes = writes  # user names, in the order of its outputs
+        self.fixed = fixed  # name -> ("builtin",) or ("module", module name)
+        self.mutates = mutates  # indices of inputs the statement may change in place
+        self.why = why  # why it runs as written, for messages
+
+    def __repr__(self):
+        first = ast.unparse(self.node).splitlines()[0]
+        return f"<python: {first}>"
+
+    def render(self, names: dict) -> list:
+        """The statement's lines, each user name replaced as `names` says (by a name or
+        by expression text)."""
+        node = _Rename(names).visit(copy.deepcopy(self.node))
+        ast.fix_missing_locations(node)
+        return ast.unparse(node).splitlines()
+
+
+def render(code: Code, names: dict) -> list:
+    return code.render(names)
+
+
+# ---- names ----------------------------------------------------------------------------------
+
+class _Scan:
+    """The free names a statement reads and the names it binds, Python's scoping rules
+    applied to the comprehensions and lambdas inside it; constructs that cannot run as
+    part of a generated function are noted in `bad`."""
+
+    def __init__(self):
+        self.reads: list = []
+        self.writes: list = []
+        self.bad: list = []  # (node, what)
+
+    def stmt(self, node, bound=frozenset()):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            self.bad.append((node, "a function or class definition"))
+            return
+        if isinstance(node, (ast.Return, ast.Break, ast.Continue)):
+            word = type(node).__name__.lower()
+            self.bad.append((node, f"`{word}`"))
+            return
+        if isinstance(node, (ast.Global, ast.Nonlocal)):
+            self.bad.append((node, f"a `{type(node).__name__.lower()}` declaration"))
+            return
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name == "*":
+                    self.bad.append((node, "`import *`"))
+                else:
+                    self.write((alias.asname or alias.name).split(".")[0], bound)
+            return
+        if isinstance(node, ast.ExceptHandler) and node.name:
+            self.write(node.name, bound)
+        for field, value in ast.iter_fields(node):
+            for child in value if isinstance(value, list) else [value]:
+                if isinstance(child, ast.stmt) or isinstance(child, ast.ExceptHandler):
+                    self.stmt(child, bound)
+                elif isinstance(child, ast.AST):
+                    self.expr(child, bound)
+
+    def write(self, name, bound):
+        if name not in bound and name not in self.writes:
+            self.writes.append(name)
+
+    def read(self, name, bound):
+        if name not in bound and name not in self.reads:
+            self.reads.append(name)
+
+    def expr(self, node, bound):
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Load):
+                self.read(node.id, bound)
+            else:
+                self.write(node.id, bound)
+            return
+        if isinstance(node, (ast.Yield, ast.YieldFrom, ast.Await)):
+            self.bad.append((node, "`yield` or `await`"))
+            return
+        if isinstance(node, ast.Lambda):
+            a = node.args
+            for d in a.defaults + [d for d in a.kw_defaults if d is not None]:
+                self.expr(d, bound)
+            params = {p.arg for p in a.posonlyargs + a.args + a.kwonlyargs}
+            params |= {p.arg for p in (a.vararg, a.kwarg) if p is not None}
+            self.expr(node.body, bound | params)
+            return
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            inner = set(bound)
+            for i, gen in enumerate(node.generators):
+                self.expr(gen.iter, bound if i == 0 else frozenset(inner))
+                inner |= {n.id for n in ast.walk(gen.target) if isinstance(n, ast.Name)}
+                for cond in gen.ifs:
+                    self.expr(cond, frozenset(inner))
+            elts = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+            for e in elts:
+                self.expr(e, frozenset(inner))
+            return
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr):
+                self.expr(child, bound)
+            elif isinstance(child, ast.AST):  # keywords, comprehension parts, slices
+                for sub in ast.iter_child_nodes(child):
+                    if isinstance(sub, ast.expr):
+                        self.expr(sub, bound)
+
+
+class _Rename(ast.NodeTransformer):
+    """Replace free names (not those bound by a comprehension or lambda inside)."""
+
+    def __init__(self, names: dict):
+        self.names = names
+        self.bound: list = [set()]
+
+    def _free(self, name):
+        return not any(name in b for b in self.bound) and name in self.names
+
+    def visit_Name(self, node):
+        if not self._free(node.id):
+            return node
+        text = self.names[node.id]
+        if text.isidentifier() or not isinstance(node.ctx, ast.Load):
+            return ast.copy_location(ast.Name(id=text, ctx=node.ctx), node)
+        return ast.copy_location(ast.parse(text, mode="eval").body, node)
+
+    def visit_ExceptHandler(self, node):
+        if node.name and self._free(node.name):
+            node.name = self.names[node.name]
+        self.generic_visit(node)
+        return node
+
+    def visit_alias(self, node):
+        name = (node.asname or node.name).split(".")[0]
+        if self._free(name) and node.asname:
+            node.asname = self.names[name]
+        elif self._free(name) and self.names[name] != name:
+            node.asname = self.names[name]
+        return node
+
+    def visit_Lambda(self, node):
+        a = node.args
+        a.defaults = [self.visit(d) for d in a.defaults]
+        a.kw_defaults = [None if d is None else self.visit(d) for d in a.kw_defaults]
+        params = {p.arg for p in a.posonlyargs + a.args + a.kwonlyargs}
+        params |= {p.arg for p in (a.vararg, a.kwarg) if p is not None}
+        self.bound.append(params)
+        node.body = self.visit(node.body)
+        self.bound.pop()
+        return node
+
+    def _comprehension(self, node, elts):
+        inner: set = set()
+        for i, gen in enumerate(node.generators):
+            if i > 0:
+                self.bound.append(inner)
+            gen.iter = self.visit(gen.iter)
+            if i > 0:
+                self.bound.pop()
+            inner |= {n.id for n in ast.walk(gen.target) if isinstance(n, ast.Name)}
+            self.bound.append(inner)
+            gen.ifs = [self.visit(c) for c in gen.ifs]
+            self.bound.pop()
+        self.bound.append(inner)
+        for e in elts:
+            setattr(node, e, self.visit(getattr(node, e)))
+        self.bound.pop()
+        return node
+
+    def visit_ListComp(self, node):
+        return self._comprehension(node, ["elt"])
+
+    visit_SetComp = visit_GeneratorExp = visit_ListComp
+
+    def visit_DictComp(self, node):
+        return self._comprehension(node, ["key", "value"])
+
+
+# ---- what a statement changes -----------------------------------------------------------------
+
+def root_of(node):
+    """The Name an attribute/item chain starts at, and its steps (None for a step that is
+    not a constant)."""
+    steps = []
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        if isinstance(node, ast.Attribute):
+            steps.append(("attr", node.attr))
+        else:
+            key = node.slice
+            steps.append(("item", key.value) if isinstance(key, ast.Constant) else None)
+        node = node.value
+    return (node.id if isinstance(node, ast.Name) else None), steps[::-1]
+
+
+def _callee_name(func) -> "str | None":
+    return func.attr if isinstance(func, ast.Attribute) else \
+        func.id if isinstance(func, ast.Name) else None
+
+
+def changes(node, peek) -> list:
+    """(root name, steps) of what the statement may change in place: store targets that
+    are attributes or items, receivers of mutating methods, arguments of functions that
+    change their arguments (numpy's `shuffle`, `out=`...), and every argument of a
+    function srcgrad knows nothing about (a callable from outside the standard library
+    and numpy, with no source). `peek(func_node)` gives the callee object or None."""
+    found = []
+
+    def add(target):
+        name, steps = root_of(target)
+        if name is not None:
+            steps = steps[:steps.index(None)] if None in steps else steps
+            found.append((name, tuple(steps)))
+
+    for n in ast.walk(node):
+        if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            targets = n.targets if isinstance(n, (ast.Assign, ast.Delete)) else [n.target]
+            for t in targets:
+                for part in ast.walk(t):
+                    if isinstance(part, (ast.Attribute, ast.Subscript)) and \
+                            isinstance(part.ctx, (ast.Store, ast.Del)):
+                        add(part)  # `a.b[i] = v` with i not constant: all of `a.b`
+        elif isinstance(n, ast.Call):
+            fname = _callee_name(n.func)
+            args = list(n.args) + [k.value for k in n.keywords]
+            if isinstance(n.func, ast.Attribute) and fname in MUTATING_METHODS:
+                add(n.func.value)
+            for k in n.keywords:
+                if k.arg == "out":
+                    for part in ast.walk(k.value):
+                        if isinstance(part, (ast.Name, ast.Attribute, ast.Subscript)):
+                            add(part)
+            if fname in _MUTATING_FUNCTIONS:
+                for a in args:
+                    add(a)
+            elif not _known_module(peek(n.func)):
+                for a in args:
+                    if isinstance(a, (ast.Name, ast.Attribute, ast.Subscript)):
+                        add(a)
+    return found
+
+
+def _known_module(f) -> bool:
+    if f is None:
+        return True  # a method of a run-time value: numpy's, by the method names above
+    if f in (builtins.print, builtins.len, builtins.repr, builtins.str, builtins.isinstance):
+        return True
+    mod = getattr(f, "__module__", None) or getattr(getattr(f, "__self__", None),
+                                                    "__module__", None)
+    if isinstance(f, types.BuiltinMethodType) and type(f.__self__) in (list, dict, set):
+        return True  # append & co. change the receiver (above), not their arguments
+    return isinstance(mod, str) and mod.split(".")[0].lstrip("_") in _KNOWN_MODULES
+
+
+def kind_of(node) -> "str | None":
+    """Why a statement of this kind always runs as written, or None."""
+    return _KIND.get(type(node))
+
+
+def scan(node) -> _Scan:
+    s = _Scan()
+    s.stmt(node)
+    return s
+
+
+def is_immutable(v) -> bool:
+    if v is None or isinstance(v, (bool, int, float, complex, str, bytes, numpy.generic,
+                                   type(Ellipsis), range, slice)):
+        return True
+    if isinstance(v, (tuple, frozenset)):
+        return all(is_immutable(x) for x in v)
+    return False
+
+
+def mutated_active(eqns, active: set):
+    """The first `python` equation (recursively) that may change in place an array that
+    depends on a differentiated value, or None."""
+    from .ir import Var
+
+    for e in eqns:
+        if e.prim is PYTHON:
+            for i in e.params["code"].mutates:
+                v = e.ins[i]
+                if isinstance(v, Var) and v.id in active:
+                    return e, e.params["code"].reads[i]
+        for b in e.blocks():
+            found = mutated_active(b.eqns, active)
+            if found:
+                return found
+    return None
+
+
+def unsound_error(e, i):
+    """The error for a differentiated value that reaches input `i` of the `python`
+    equation `e`, whose outputs the result depends on."""
+    import linecache
+
+    from .errors import UnknownFunctionError
+
+    code, loc = e.params["code"], e.loc
+    name = code.reads[i] if i < len(code.reads) else "a value"
+    outs = ", ".join(f"`{w}`" for w in code.writes if "." not in w)
+    if code.call is not None:
+        fname, lineno, col = code.call
+        msg = (f"call to {fname}, which is neither an op of srcgrad's op set nor a Python "
+               "function with source code, on a value that depends on a differentiated "
+               f"argument (`{name}`): srcgrad cannot differentiate it. Such calls run as "
+               "written when what they read is not differentiated (random draws, logging); "
+               "use a numpy function the op set has (see runtime.ops), or make this one an "
+               "op with srcgrad.primitive and a VJP rule")
+        cls = UnknownFunctionError
+    else:
+        lineno, col = (loc.lineno, loc.col) if loc is not None else (None, None)
+        msg = (f"this statement runs as written ({code.why}) and srcgrad does not "
+               f"differentiate it, so computing {outs or 'a value'} there from `{name}`, "
+               "which depends on a differentiated argument, is not supported: compute it "
+               "in a statement of its own")
+        cls = UnsupportedSyntaxError
+    if loc is None:
+        return cls(msg)
+    line = linecache.getline(loc.filename, lineno) or loc.text
+    return cls(msg, loc.filename, lineno, col, line)
+
+
+def mutated_error(e, name):
+    import linecache
+
+    code, loc = e.params["code"], e.loc
+    msg = (f"a statement that runs as written ({code.why}) may change `{name}` in place, "
+           f"and `{name}` depends on a differentiated argument: srcgrad would not see the "
+           f"change, so this is not supported. Work on a copy (`{name}.copy()`) there")
+    if loc is None:
+        return UnsupportedSyntaxError(msg)
+    line = linecache.getline(loc.filename, loc.lineno) or loc.text
+    return UnsupportedSyntaxError(msg, loc.filename, loc.lineno, loc.col, line)
+
+
+def refuse(low, node, what, why):
+    return low.error(f"{what} is not supported inside a statement that runs as written "
+                     f"({why})", node, UnsupportedSyntaxError)
+
+
+# ---- from the lowerer --------------------------------------------------------------------------
+
+def _bound_inside(expr) -> set:
+    """Names bound by the comprehensions and lambdas inside an expression."""
+    out = set()
+    for n in ast.walk(expr):
+        if isinstance(n, ast.comprehension):
+            out |= {t.id for t in ast.walk(n.target) if isinstance(t, ast.Name)}
+        elif isinstance(n, ast.Lambda):
+            a = n.args
+            out |= {p.arg for p in a.posonlyargs + a.args + a.kwonlyargs}
+    return out
+
+
+def _unknown_call(low, expr) -> "ast.Call | None":
+    """The first call in `expr` to something srcgrad cannot lower (a function with no
+    source that is no op, a method of a value known only at run time), or None."""
+    inner = _bound_inside(expr)
+    for n in ast.walk(expr):
+        if isinstance(n, ast.Call):
+            root, _ = root_of(n.func)
+            if root is not None and root in inner:
+                continue
+            if low.unknown_call(n):
+                return n
+    return None
+
+
+def _describe(low, call) -> str:
+    return f"it calls {_call_name(low, call)}, which srcgrad does not differentiate"
+
+
+def _call_name(low, call) -> str:
+    f = low.peek(call.func)
+    if isinstance(f, low.RunTimeAttr):
+        return ast.unparse(call.func)
+    name = getattr(f, "__qualname__", None) or getattr(f, "__name__", None)
+    if name is None or not isinstance(name, str):
+        name = ast.unparse(call.func)
+    else:
+        mod = getattr(f, "__module__", None)
+        name = f"{mod}.{name}" if isinstance(mod, str) and mod != "builtins" else name
+    return name
+
+
+def reason(low, node) -> "str | None":
+    """Why statement `node` runs as written, or None if it is lowered to ops."""
+    kind = kind_of(node)
+    if isinstance(node, ast.Delete) and all(isinstance(t, ast.Name) for t in node.targets):
+        return None  # `del name` only unbinds a name: the lowerer does it
+    if kind is not None:
+        return kind + " runs as written"
+    if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for t in targets:
+            for part in ast.walk(t):
+                if not isinstance(part, (ast.Attribute, ast.Subscript)) or \
+                        not isinstance(part.ctx, ast.Store):
+                    continue
+                name, _ = root_of(part)
+                if isinstance(part, ast.Attribute):
+                    return f"it sets the attribute `{ast.unparse(part)}`"
+                value, local = low.resolve_quiet(name) if name else (None, False)
+                if local and low.is_opaque(value):
+                    return f"it changes `{name}`, a value known only at run time"
+                if name is not None and not local and value is not low.MISSING and \
+                        not isinstance(value, numpy.ndarray):
+                    return f"it changes `{ast.unparse(part.value)}`, from outside the function"
+                if local and not isinstance(value, numpy.ndarray) and \
+                        not is_immutable(value) and low.b.reads.path_of(value) is not None:
+                    return f"it changes `{ast.unparse(part.value)}`, from outside the function"
+        if node.value is not None:
+            call = _unknown_call(low, node.value)
+            if call is not None:
+                return _describe(low, call)
+        return None
+    if isinstance(node, ast.Expr) and not isinstance(node.value, ast.Constant) or \
+            isinstance(node, (ast.Return, ast.If, ast.For)):
+        part = getattr(node, "value", None) or getattr(node, "test", None) or \
+            getattr(node, "iter", None)
+        call = _unknown_call(low, part) if part is not None else None
+        if call is not None:
+            return _describe(low, call)
+    return None
+
+
+_META = ("shape", "ndim", "size")
+
+
+def _meta_reads(low, node, known: dict):
+    """Replace `x.shape`, `x.ndim`, `x.size` of a run-time array `x` in `node` (a private
+    copy) by a name bound in `known` to the lowered value: a statement that reads only
+    the shape of a differentiated array does not depend on its values."""
+    from .ir import Var
+
+    inner = _bound_inside(node)
+
+    class Meta(ast.NodeTransformer):
+        def visit_Attribute(self, n):
+            if n.attr in _META and isinstance(n.value, ast.Name) and \
+                    isinstance(n.ctx, ast.Load) and n.value.id not in inner:
+                v, local = low.resolve_quiet(n.value.id)
+                if local and isinstance(v, Var) and v.kind == "array" and \
+                        not low.is_opaque(v):
+                    key = f"{n.value.id}.{n.attr}"
+                    if key not in known:
+                        known[key] = low.expr(n)
+                    return ast.copy_location(ast.Name(id=key, ctx=ast.Load()), n)
+            return self.generic_visit(n)
+
+    return Meta().visit(node)
+
+
+def _calls_to_hoist(low, node) -> "list | None":
+    """The outermost calls srcgrad cannot lower in statement `node`, in the order Python
+    makes them, when each is made exactly once per run of the statement (not under a
+    lambda, a comprehension, a conditional expression or a later `and`/`or` operand);
+    None when one is not."""
+    found: list = []
+    ok = True
+
+    def visit(n, once):
+        nonlocal ok
+        if isinstance(n, ast.Call):
+            root, _ = root_of(n.func)
+            if low.unknown_call(n):
+                if once:
+                    found.append(n)
+                else:
+                    ok = False
+                return
+        if isinstance(n, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
+                          ast.GeneratorExp)):
+            for child in ast.walk(n):
+                if isinstance(child, ast.Call) and child is not n and \
+                        low.unknown_call(child):
+                    ok = False
+            return
+        if isinstance(n, ast.IfExp):
+            visit(n.test, once)
+            visit(n.body, False)
+            visit(n.orelse, False)
+            return
+        if isinstance(n, ast.BoolOp):
+            visit(n.values[0], once)
+            for v in n.values[1:]:
+                visit(v, False)
+            return
+        for child in ast.iter_child_nodes(n):
+            visit(child, once)
+
+    for field in ("value", "test", "iter"):
+        part = getattr(node, field, None)
+        if isinstance(part, ast.AST):
+            visit(part, True)
+    return found if ok and found else None
+
+
+def hoist(low, node) -> "ast.stmt | None":
+    """`y = x * np.random.rand(3)` as `rand = np.random.rand(3)` (run as written) and
+    `y = x * rand` (lowered): the statement with each call srcgrad cannot lower taken
+    out, or None when it must run as written as a whole. Taken for a `return`, an
+    assignment to names or array items whose value is more than the call, an `if` test
+    and a `for` iterable."""
+    if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if any(isinstance(p, ast.Attribute) and isinstance(p.ctx, ast.Store)
+               for t in targets for p in ast.walk(t)):
+            return None
+        if isinstance(node.value, ast.Call) and low.unknown_call(node.value):
+            return None  # `noise = rng.normal(...)` runs as written as it is
+        if any(isinstance(p, ast.Subscript) for t in targets for p in ast.walk(t)) and \
+                not all(_local_array(low, t) for t in targets):
+            return None
+    elif not isinstance(node, (ast.Return, ast.If, ast.For)):
+        return None
+    calls = _calls_to_hoist(low, node)
+    if calls is None:
+        return None
+    node = copy.copy(node)
+    taken = {}
+    for call in calls:
+        hint = _callee_name(call.func) or "value"
+        key = f"{hint}.{len(taken)}.{id(node)}"
+        taken[_where(call)] = key
+        assign = ast.copy_location(ast.Assign(targets=[ast.Name(id=key, ctx=ast.Store())],
+                                              value=call), call)
+        stage(low, assign, _describe(low, call), hints={key: hint},
+              call=(_call_name(low, call), call.lineno, call.col_offset))
+
+    class Swap(ast.NodeTransformer):
+        def visit_Call(self, n):
+            if _where(n) in taken:
+                return ast.copy_location(ast.Name(id=taken[_where(n)], ctx=ast.Load()), n)
+            return self.generic_visit(n)
+
+    for field in ("value", "test", "iter"):
+        part = getattr(node, field, None)
+        if isinstance(part, ast.AST):
+            setattr(node, field, Swap().visit(copy.deepcopy(part)))
+    return node
+
+
+def _where(n):
+    return (n.lineno, n.col_offset, n.end_lineno, n.end_col_offset)
+
+
+def _local_array(low, target) -> bool:
+    name, _ = root_of(target)
+    if name is None:
+        return isinstance(target, ast.Name)
+    from .ir import Var
+
+    v, local = low.resolve_quiet(name)
+    return local and (isinstance(v, (Var, numpy.ndarray)) or isinstance(target, ast.Name))
+
+
+def stage(low, node, why, hints=None, call=None):
+    """Stage `node` as one `python` equation (see the module docstring). `hints`: the
+    readable name of each output whose user name is made up (a hoisted call's)."""
+    from .errors import UnknownFunctionError
+    from .ir import Eqn, Var
+    from .scopes import Path, scope_of
+
+    known: dict = {}
+    node = _meta_reads(low, copy.deepcopy(node), known)
+    resolve_quiet = low.resolve_quiet
+
+    def resolve(name):
+        return (known[name], True) if name in known else resolve_quiet(name)
+
+    s = scan(node)
+    if s.bad:
+        bad, what = s.bad[0]
+        raise refuse(low, bad, what, why)
+    b, reads = low.b, low.b.reads
+    writes = list(s.writes)
+    changed_locals = set()
+    for name, steps in changes(node, lambda f: _callee(low, f)):
+        value, local = resolve(name)
+        if value is low.MISSING:
+            continue
+        if local and (isinstance(value, Var) or isinstance(value, numpy.ndarray) and
+                      reads.path_of(value) is None):
+            changed_locals.add(name)
+            continue
+        path = _path_of(low, name, value, local, Path, scope_of)
+        if path is None:
+            if local and not is_immutable(value):
+                changed_locals.add(name)  # a value made at compile time: refused below
+            continue
+        for kind, key in steps:
+            path = path.child(kind, key)
+        reads.changed(path)
+    ins, names, fixed, mutates = [], [], {}, []
+
+    def add(name, value, mutated=False):
+        ins.append(value)
+        names.append(name)
+        if mutated:
+            mutates.append(len(ins) - 1)
+
+    for name in s.reads + [w for w in writes if w not in s.reads]:
+        value, local = resolve(name)
+        reading = name in s.reads
+        if value is low.MISSING or low.is_undefined(value):
+            if name in writes:
+                continue  # bound by the statement before it is read
+            if value is low.MISSING:
+                raise low.error(f"name {name!r} is not defined", node, UnknownFunctionError)
+            raise low.error(value.message(), node, UnsupportedSyntaxError)
+        mutated = name in changed_locals
+        if mutated and name not in writes:
+            writes.append(name)  # the changed value is a new one
+        if isinstance(value, Var):
+            add(name, value, mutated)
+        elif not local and name not in low.src.globals and name not in low.src.closure:
+            fixed[name] = ("builtin",)
+            reads.builtin(Path(scope_of(low.src, name), name))
+        elif isinstance(value, types.ModuleType):
+            fixed[name] = ("module", value.__name__)
+            if not local:
+                reads.root(Path(scope_of(low.src, name), name), value)
+        elif local and is_immutable(value):
+            add(name, value)
+        elif local and isinstance(value, numpy.ndarray) and reads.path_of(value) is None:
+            add(name, value, mutated)  # made at compile time: its literal
+        else:
+            path = _path_of(low, name, value, local, Path, scope_of)
+            if path is None:
+                if not reading:
+                    continue
+                raise low.error(
+                    f"`{name}` holds a {type(value).__name__} that srcgrad builds when it "
+                    f"compiles the function, but this statement runs as written ({why}) "
+                    "at every call and cannot read it: build the value in a statement "
+                    "that runs as written too, or pass it in as an argument", node,
+                    UnsupportedSyntaxError)
+            add(name, reads.array(path, value) if isinstance(value, numpy.ndarray)
+                else reads.runtime(path, value), mutated)
+    for name in writes:
+        fixed.pop(name, None)
+    outs = []
+    for name in writes:
+        out = Var((hints or {}).get(name, name), "array")
+        b.opaque.add(out.id)
+        b.named.add(out.id)
+        low.env[name] = out
+        outs.append(out)
+    if call is None and why.startswith("it calls "):
+        found = _unknown_call(low, node)
+        if found is not None:
+            call = (_call_name(low, found), found.lineno, found.col_offset)
+    code = Code(node, names, writes, fixed, mutates, why, call)
+    b.eqns.append(Eqn(PYTHON, ins, outs, {"code": code}, b.loc, b.phase))
+
+
+def _callee(low, func):
+    f = low.peek(func)
+    return None if f is low.NOPE or isinstance(f, low.RunTimeAttr) else f
+
+
+def _path_of(low, name, value, local, Path, scope_of):
+    """Where a generated function reads `name` from at run time, or None."""
+    if local:
+        return None if is_immutable(value) else low.b.reads.path_of(value)
+    return Path(scope_of(low.src, name), name)
