@@ -6,6 +6,8 @@ code refers to (a module, a numpy function, another user function). Calling a nu
 spelling runs its adapter from `runtime.ops.numpy_api`; the adapter calls primitives, and
 while lowering every primitive call lands in `Builder.stage`, which appends an equation
 (or folds it when all inputs are constants). Calls to other user functions are inlined.
+A statement it does not lower (a side effect, a call of a function with no source) runs as
+written: one `python` equation holding the statement (srcgrad.verbatim).
 
 Anything outside the supported subset raises an error that points at the user's line.
 """
@@ -516,24 +518,19 @@ _CMPOPS = {
     ast.Eq: (ops.equal, operator.eq), ast.NotEq: (ops.not_equal, operator.ne),
 }
 
+# (try, with, raise, assert and `del` of items run as written: srcgrad.verbatim)
 _UNSUPPORTED_STMT = {
-    ast.Try: "`try` statements", ast.With: "`with` statements", ast.Raise: "`raise`",
     ast.Global: "`global` declarations", ast.Nonlocal: "`nonlocal` declarations",
-    ast.Delete: "`del`", ast.Import: "`import` inside the function",
-    ast.ImportFrom: "`import` inside the function", ast.ClassDef: "class definitions",
-    ast.AsyncFunctionDef: "async functions", ast.AsyncFor: "`async for`",
-    ast.AsyncWith: "`async with`", ast.Assert: "`assert` (checks would need run-time values)",
+    ast.ClassDef: "class definitions", ast.AsyncFunctionDef: "async functions",
+    ast.AsyncFor: "`async for`", ast.AsyncWith: "`async with`",
 }
-if hasattr(ast, "TryStar"):
-    _UNSUPPORTED_STMT[ast.TryStar] = "`try` statements"
 if hasattr(ast, "Match"):
     _UNSUPPORTED_STMT[ast.Match] = "`match` statements"
 
 _UNSUPPORTED_EXPR = {
     ast.Lambda: "`lambda` expressions", ast.Yield: "`yield` (generators)",
     ast.YieldFrom: "`yield from` (generators)", ast.Await: "`await`",
-    ast.ListComp: "list comprehensions", ast.SetComp: "set comprehensions",
-    ast.DictComp: "dict comprehensions", ast.GeneratorExp: "generator expressions",
+    ast.SetComp: "set comprehensions",
     ast.NamedExpr: "assignment expressions (:=)", ast.Starred: "starred arguments (*args)",
     ast.JoinedStr: "f-strings", ast.Set: "set displays",
 }
@@ -729,7 +726,7 @@ class Lowerer:
                 raise self.unsupported(what + " are" if what.endswith("s") and not
                                        what.endswith("(generators)") else what + " is", node)
             method(node) if cont is None else method(node, cont)
-        except (SrcgradError, _Return, _EndIter):
+        except (SrcgradError, _Return, _EndIter, verbatim.Raised):
             raise
         except StaticValueNeeded as e:
             raise self.error(f"srcgrad needs {e.what} at compile time, but it is only known "
@@ -2239,6 +2236,8 @@ def lower(fn, same=(), floats=(), trees=None) -> tuple[Graph, Source, dict]:
             result = None
         except _Return as r:
             result = r.value
+        except verbatim.Raised:
+            result = 0.0  # never returned: the generated code raises first
     graph = Graph(inputs, low.b.eqns, [result], name=fn.__name__, named=low.b.named)
     graph.params, graph.param_leaves = values, leaves
     return graph, src, low.b.reads

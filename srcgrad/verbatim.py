@@ -722,6 +722,13 @@ def stage(low, node, why, hints=None, call=None):
             call = (_call_name(low, found), found.lineno, found.col_offset)
     code = Code(node, names, writes, fixed, mutates, why, call)
     b.eqns.append(Eqn(PYTHON, ins, outs, {"code": code}, b.loc, b.phase))
+    if isinstance(node, ast.Raise) and not getattr(b, "_outer", None):
+        raise Raised()  # reached on every call: nothing after it runs
+
+
+class Raised(Exception):
+    """A `raise` reached outside run-time branches and loops: the rest of the function
+    is never run, so it is not lowered."""
 
 
 def _callee(low, func):

@@ -37,7 +37,8 @@ def _grad_mlp():
     lambda: srcgrad.grad(m.rnn, wrt=("W", "U")),
     lambda: srcgrad.hvp(m.energy),
     _grad_mlp,
-], ids=["grad_f", "grad_rnn", "hvp_energy", "grad_mlp"])
+    lambda: srcgrad.grad(m.noisy_loss),
+], ids=["grad_f", "grad_rnn", "hvp_energy", "grad_mlp", "grad_noisy_loss"])
 def test_readme_shows_the_generated_code(make):
     blocks = _readme_blocks()
     assert _body(make().source) in blocks
@@ -54,5 +55,5 @@ def test_readme_method_example_runs_and_is_right():
     check_grad(f, (model.W,), compiled=srcgrad.grad(f, cache=False))
 
 
-def test_readme_lists_four_generated_listings():
-    assert len(_readme_blocks()) == 4
+def test_readme_lists_five_generated_listings():
+    assert len(_readme_blocks()) == 5

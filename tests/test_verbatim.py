@@ -324,3 +324,18 @@ def test_assignment_into_an_argument_dict_is_refused():
 
     with pytest.raises(UnsupportedSyntaxError, match="item of a dict"):
         srcgrad.grad(f)({"W": X})
+
+
+def test_a_raise_reached_when_compiling_raises_at_every_call():
+    def check_shape(x, mode):
+        if mode not in ("sum", "mean"):
+            raise ValueError(f"unknown mode {mode!r}")
+        return np.sum(x)
+
+    def f(x):
+        return check_shape(x, "max") * 2.0
+
+    g = srcgrad.grad(f)
+    for _ in range(2):
+        with pytest.raises(ValueError, match="unknown mode 'max'"):
+            g(X)
