@@ -49,6 +49,15 @@ class _Forward:
             else:
                 self.b.eqns.append(e)
                 if not e.prim.differentiable:
+                    if not e.prim.meta and e.outs and any(
+                            isinstance(a, Var) and a.id in tan for a in e.ins) and \
+                            not e.prim.declares_zero(e.ins, e.params):
+                        # a tangent would be dropped without a word: refuse instead
+                        from .reverse import _located
+
+                        raise _located(TypeError(
+                            f"the operation {e.prim.name!r} has no forward-mode derivative, "
+                            "but its input depends on the differentiated argument"), e)
                     continue
                 ts = [tan.get(a.id) if isinstance(a, Var) and e.prim.is_diff_input(i) else None
                       for i, a in enumerate(e.ins)]

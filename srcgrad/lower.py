@@ -116,6 +116,31 @@ LIST_ZEROS = Primitive("list_zeros", lambda lst: [numpy.zeros_like(e) for e in l
                        spell=lambda i, p, d: f"[np.zeros_like(e) for e in {i[0]}]")
 
 
+def _list_get_grad(g, index, lst):
+    return ops.scatter_add(g, index, (len(lst),) + numpy.shape(g))
+
+
+# the cotangent of `lst` from `lst[index]`: that of np.stack(lst), zero but at [index]
+LIST_GET_GRAD = Primitive("list_get_grad", _list_get_grad, nondiff=(1, 2),
+                          vjps=(lambda ct, out, g, index, lst: ops.getitem(ct, index),),
+                          spell=lambda i, p, d: (
+                              f"scatter_add({i[0]}, {i[1]}, (len({i[2]}),) + np.shape({i[0]}))"))
+LIST_GET_GRAD.jvp = lambda tangents, out, g, index, lst: (
+    None if tangents[0] is None else LIST_GET_GRAD(tangents[0], index, lst))
+
+
+def vjp_list_get(g, out, lst, index):
+    return current_builder().stage(LIST_GET_GRAD, [g, index, lst], {})
+
+
+# `lst[i]` of a list known only at run time (grown in a run-time loop, or indexed with a
+# run-time i): the item itself, so it may share memory with what the list holds
+LIST_GET = Primitive("list_get", lambda lst, index: lst[index], vjps=(vjp_list_get,),
+                     nondiff=(1,), view=True, spell=lambda i, p, d: f"{i[0]}[{i[1]}]")
+LIST_GET.jvp = lambda tangents, out, lst, index: (
+    None if tangents[0] is None else LIST_GET(tangents[0], index))
+
+
 def jvp_list_from(tangents, out, *items):
     return LIST_FROM(*[ops.zeros_like(x) if t is None else t
                        for t, x in zip(tangents, items)])
@@ -1889,10 +1914,11 @@ class Lowerer:
         obj = self.expr(node.value)
         idx = self.index(node.slice)
         if isinstance(obj, Var) and obj.kind == "list":
-            raise self.error("reading an item of a list grown in a run-time loop or branch is "
-                             "not supported (np.stack(list) and len(list) are); keep the "
-                             "item in a variable of its own as well, e.g. `h = np.tanh(h); "
-                             "hs.append(h)`", node, UnsupportedSyntaxError)
+            if not isinstance(idx, (int, Var)) or isinstance(idx, bool):
+                raise self.error("only an integer index reads an item of a list built in a "
+                                 "run-time loop or branch (np.stack(list) takes slices)",
+                                 node, UnsupportedSyntaxError)
+            return self.b.stage(LIST_GET, [obj, idx], {})
         if isinstance(obj, Var):
             if any(isinstance(i, str) for i in (idx if isinstance(idx, tuple) else (idx,))):
                 raise self.error(f"indexing an array with the string {idx!r}: this value is "
@@ -1901,9 +1927,17 @@ class Lowerer:
                                  UnsupportedSyntaxError)
             return ops.getitem(obj, idx)
         if _has_var(idx):
+            if isinstance(obj, (tuple, list)) and isinstance(idx, Var) and obj:
+                items = [self.b.reads.as_var(v) if type(v) is numpy.ndarray else v
+                         for v in obj]
+                if all(isinstance(v, Var) and v.kind == "array" or
+                       isinstance(v, numbers.Real) for v in items):
+                    lst = self.b.stage(LIST_FROM, items, {})
+                    return self.b.stage(LIST_GET, [lst, idx], {})
             if isinstance(obj, (tuple, list)):
-                raise self.error("indexing a Python sequence with a run-time index is not "
-                                 "supported", node, UnsupportedSyntaxError)
+                raise self.error("indexing a Python sequence with a run-time index is "
+                                 "supported for a list or tuple of arrays and numbers only",
+                                 node, UnsupportedSyntaxError)
             if obj is numpy.r_ or obj is numpy.c_:
                 which = "np.r_" if obj is numpy.r_ else "np.c_"
                 raise self.error(f"{which}[...] of run-time arrays is not supported (their "

@@ -1,0 +1,67 @@
+"""Items of lists read with an index known only at run time: `hs[t]` of a list grown in a
+run-time loop, `layers[k]` of a list or tuple indexed by a run-time integer. First and
+second derivatives are checked against finite differences."""
+import numpy as np
+import pytest
+
+import srcgrad
+from compiler_helpers import finite_differences
+
+X = np.array([0.3, 0.9, -0.2])
+
+
+def pick_by_argmax(x):
+    hs = [x, x * 2, np.sin(x)]
+    n = np.argmax(x)
+    return np.sum(hs[n] ** 2)
+
+
+def states_read_back(x, T):
+    hs = []
+    h = x
+    for t in range(T):
+        h = np.tanh(h * 1.5 + 0.1)
+        hs.append(h)
+    total = 0.0
+    for t in range(T):
+        total = total + np.sum(hs[t] * (t + 1))
+    return total + np.sum(hs[-1]) + np.sum(hs[0] ** 2)
+
+
+def weight_by_length(x):
+    ws = (1.0, 2.0, 3.0)
+    k = x.shape[0] - 1
+    return np.sum(x ** 2) * ws[k]
+
+
+CASES = [(pick_by_argmax, [X]), (states_read_back, [X, 4]), (weight_by_length, [X])]
+
+
+@pytest.mark.parametrize("f, args", CASES, ids=[c[0].__name__ for c in CASES])
+def test_gradient(f, args):
+    np.testing.assert_allclose(srcgrad.grad(f)(*args), finite_differences(f, args, 0),
+                               rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("f, args", CASES, ids=[c[0].__name__ for c in CASES])
+def test_hessian_vector_product(f, args):
+    v = np.array([1.0, -0.5, 2.0])
+    g = srcgrad.grad(f)
+
+    def along(s):
+        return g(args[0] + s * v, *args[1:])
+
+    eps = 1e-5
+    want = (along(eps) - along(-eps)) / (2 * eps)
+    np.testing.assert_allclose(srcgrad.hvp(f)(*args, v), want, rtol=1e-5, atol=1e-7)
+
+
+def test_a_slice_of_a_run_time_list_is_refused():
+    def f(x, T):
+        hs = []
+        for t in range(T):
+            hs.append(x * t)
+        return np.sum(np.stack(hs[1:]))
+
+    with pytest.raises(srcgrad.errors.UnsupportedSyntaxError, match="integer index"):
+        srcgrad.grad(f)(X, 3)
