@@ -1101,17 +1101,51 @@ def hvp(fun: Callable, *, wrt: Any = 0, cache: bool = True):
     return HVPFunction(fun, wrt, cache=cache)
 
 
+def _refuse_effects(kind: str, fun, per: str):
+    """hessian and jacobian(mode="fwd") run `fun`'s generated code once per element of x:
+    refuse a function with a statement that runs as written (srcgrad.verbatim), whose
+    effects would happen that many times, each column from another run."""
+    graph, _, _ = lower(fun)
+
+    def first(eqns):
+        for e in eqns:
+            if e.prim is _verbatim.PYTHON:
+                return e
+            for b in e.blocks():
+                found = first(b.eqns)
+                if found is not None:
+                    return found
+        return None
+
+    e = first(graph.eqns)
+    if e is None:
+        return
+    msg = (f"srcgrad.{kind} runs {getattr(fun, '__name__', 'the function')} once per {per}, "
+           "and this statement runs as written (its effects, a random draw say, would "
+           "happen that many times, each column coming from another run): use srcgrad.hvp "
+           "or srcgrad.grad, or make the draws outside and pass them in")
+    loc = e.loc
+    if loc is None:
+        raise SrcgradError(msg)
+    raise SrcgradError(msg, loc.filename, loc.lineno, loc.col,
+                       linecache.getline(loc.filename, loc.lineno) or loc.text)
+
+
 def hessian(fun: Callable, *, wrt: Any = 0, cache: bool = True):
     """`hessian(f, wrt=0)(*args)`: the full Hessian, shape `x.shape + x.shape`, one
     Hessian-vector product per element of x."""
     import numpy
 
     h = HVPFunction(fun, wrt, cache=cache)
+    checked = []
 
     @functools.wraps(fun)
     def hessian_fn(*args, **kwargs):
         full = _bind(fun, args, kwargs)
         _refuse_structures("hessian", fun, full, {})
+        if not checked:
+            _refuse_effects("hessian", fun, "element of x (a Hessian-vector product each)")
+            checked.append(True)
         x = numpy.asarray(full[h.wrt_index[0]])
         x = x.astype(numpy.result_type(x, 1.0), copy=False)
         full[h.wrt_index[0]] = x
@@ -1150,6 +1184,7 @@ def jacobian(fun: Callable, *, wrt: Any = 0, mode: str = "rev", cache: bool = Tr
         vj = VJPFunction(fun, wrt, cache=cache)
     else:
         fj = JVPFunction(fun, cache=cache)
+    checked = []
 
     @functools.wraps(fun)
     def jacobian_fn(*args, **kwargs):
@@ -1170,6 +1205,9 @@ def jacobian(fun: Callable, *, wrt: Any = 0, mode: str = "rev", cache: bool = Tr
                 ef[k] = 0
             return numpy.stack(rows).reshape(out.shape + x.shape) if rows else \
                 numpy.zeros(out.shape + x.shape)
+        if not checked:
+            _refuse_effects("jacobian", fun, "element of x (mode='fwd': a JVP each)")
+            checked.append(True)
         impl = fj._ready()
         zeros = [numpy.zeros_like(numpy.asarray(a, dtype=float)) for a in full]
         cols, out = [], None

@@ -486,6 +486,8 @@ def _python_numbers_pass(eqns, out, maybe, pushed):
     if True:
         for e in eqns:
             name = e.prim.name
+            # any Python object (made by a statement run as written, an item of *args...)
+            out.update(o.id for o in e.outs if o.dclass[0] == "object")
             if name == "push":
                 pushed[e.params.get("tag")] = [maybe(v) for v in e.ins[1:]]
             elif name == "pop":
@@ -606,6 +608,10 @@ class _BlockCtx:
         self.fc, self.namer, self.em = fc, namer, em
         self.uses, self.returned = uses, returned
         self.inputs = {v.id for v in inputs}
+        # names a statement run as written may leave unbound (a `try`, a `with`): never
+        # deleted
+        self.maybe_unbound = {o.id for e in _verbatim(fc.eqns)
+                              if not e.params["code"].always_binds for o in e.outs}
 
     def name(self, v, base=None, exact=None):
         if v.id in self.namer.names:
@@ -700,6 +706,7 @@ class _BlockCtx:
                     reads += list(eqns[absorb[i][0]].var_ins())
                 dead = [v for v in reads if last_use.get(v.id) == i and
                         v.id not in self.returned and v.kind == "array" and
+                        v.id not in self.maybe_unbound and
                         v.const_name is None and v.id not in em.inline and
                         v.id not in self.inputs and v.id in self.namer.names and
                         v.id not in self.fc.keep and self._owns(v, i + 1, last_use) and

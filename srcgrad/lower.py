@@ -735,16 +735,15 @@ class Lowerer:
         self.b.hint = "t"
         try:
             why = verbatim.reason(self, node)
-            if why is not None:
+            while why is not None:
+                # calls srcgrad cannot lower are made before the statement, outermost
+                # first (`rng(seed).normal(...)`: the inner call, then the outer one)
                 rest = verbatim.hoist(self, node)
                 if rest is None:
                     verbatim.stage(self, node, why)
                     return
                 node = rest
                 why = verbatim.reason(self, node)
-                if why is not None:  # what the calls' results are used for runs as written
-                    verbatim.stage(self, node, why)
-                    return
             method = getattr(self, "stmt_" + type(node).__name__, None)
             if method is None:
                 what = _UNSUPPORTED_STMT.get(type(node), f"`{type(node).__name__}` statements")
@@ -864,6 +863,9 @@ class Lowerer:
                     base.kind == "list" and node.attr in ("append", "extend"))
                 return self.RunTimeAttr(base, node.attr) if base.id in self.b.opaque or \
                     not known else self.NOPE
+            if isinstance(base, (numpy.ndarray, numpy.generic, float, int)) and (
+                    node.attr in ATTRIBUTES or node.attr in METHODS):
+                return self.NOPE  # a constant's array method: an op (see expr_Attribute)
             try:
                 return getattr(base, node.attr)
             except Exception:
@@ -1920,6 +1922,8 @@ class Lowerer:
                                  node, UnsupportedSyntaxError)
             return self.b.stage(LIST_GET, [obj, idx], {})
         if isinstance(obj, Var):
+            if obj.id in self.b.opaque and isinstance(idx, str):
+                return ops.getitem(obj, idx)  # `kwargs["scale"]`: read at run time
             if any(isinstance(i, str) for i in (idx if isinstance(idx, tuple) else (idx,))):
                 raise self.error(f"indexing an array with the string {idx!r}: this value is "
                                  "an array here (a structured argument, such as a dict, is "
@@ -1994,7 +1998,7 @@ class Lowerer:
     def apply(self, f, args, kwargs, node):
         hashable = _hashable(f)
         if args and isinstance(args[0], Var) and args[0].kind == "list" and \
-                f is not builtins.len:
+                f is not builtins.len and f is not builtins.sum:
             if f in (numpy.stack, numpy.array, numpy.asarray):
                 axis = kwargs.pop("axis", 0)
                 if kwargs or len(args) > 1:
@@ -2054,6 +2058,10 @@ class Lowerer:
                 out = prim(out, v)
             return out
         if f is builtins.sum:
+            if isinstance(args[0], Var) and args[0].kind == "list":
+                # np.stack: the items must have one shape (an empty list raises)
+                total = ops.sum(self.b.stage(STACK_LIST, [args[0]], {"axis": 0}), axis=0)
+                return ops.add(total, args[1]) if len(args) > 1 else total
             items = list(args[0])
             out = args[1] if len(args) > 1 else 0
             for v in items:
@@ -2181,8 +2189,10 @@ def _lowerable(f) -> bool:
     call it does not is run as written (srcgrad.verbatim) when its statement allows."""
     if isinstance(f, (_BoundMethod, Primitive, _LocalFunction)) or not _hashable(f):
         return True
-    if f in NUMPY or f in _MATH or f in _STATIC_BUILTINS or isinstance(f, types.FunctionType):
+    if f in NUMPY or f in _MATH or f in _STATIC_BUILTINS:
         return True
+    if isinstance(f, types.FunctionType):  # (srcgrad's own functions are not inlined)
+        return not str(getattr(f, "__module__", "")).startswith(("srcgrad.", "runtime."))
     owner = getattr(f, "__self__", None)
     if isinstance(f, types.BuiltinMethodType) and (
             (isinstance(owner, list) and f.__name__ in ("append", "extend", "pop", "index")) or
@@ -2241,7 +2251,10 @@ def lower(fn, same=(), floats=(), trees=None) -> tuple[Graph, Source, dict]:
         leaves = [[v] for v in inputs]
         # *args and **kwargs: a tuple and a dict known only at run time, for statements
         # that run as written (srcgrad.verbatim); items of them are read as values
-        low.b.opaque.update(v.id for v in inputs if v.hint in varargs)
+        for v in inputs:
+            if v.hint in varargs:
+                low.b.opaque.add(v.id)
+                v.dclass = ("object", v.id)
     else:
         from . import pytree
 

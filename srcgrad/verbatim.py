@@ -58,7 +58,8 @@ _MUTATING_FUNCTIONS = {"shuffle", "copyto", "put", "place", "putmask", "fill_dia
 # modules whose functions change their arguments only as `_MUTATING_FUNCTIONS` say
 _KNOWN_MODULES = ("numpy", "builtins", "math", "cmath", "random", "time", "logging",
                   "warnings", "json", "os", "sys", "itertools", "functools", "operator",
-                  "statistics", "pprint", "copy", "collections", "scipy")
+                  "statistics", "pprint", "copy", "collections", "scipy", "srcgrad",
+                  "runtime")
 
 
 class Code:
@@ -72,6 +73,11 @@ class Code:
         self.fixed = fixed  # name -> ("builtin",) or ("module", module name)
         self.mutates = mutates  # indices of inputs the statement may change in place
         self.why = why  # why it runs as written, for messages
+
+    @property
+    def always_binds(self) -> bool:
+        """Does the statement bind every name it writes when it completes?"""
+        return isinstance(self.node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr))
 
     def __repr__(self):
         first = ast.unparse(self.node).splitlines()[0]
@@ -584,6 +590,12 @@ def hoist(low, node) -> "ast.stmt | None":
     elif not isinstance(node, (ast.Return, ast.If, ast.For)):
         return None
     calls = _calls_to_hoist(low, node)
+    if calls is None and isinstance(node, (ast.Return, ast.If, ast.For)):
+        raise low.error("a call srcgrad does not differentiate (it runs as written) is not "
+                        "supported where Python may skip it or make it several times (a "
+                        "later `and`/`or` operand, `a if c else b`, a comprehension or a "
+                        "lambda) in this statement: make the call in a statement of its "
+                        "own before it", node, UnsupportedSyntaxError)
     if calls is None:
         return None
     node = copy.copy(node)
@@ -712,6 +724,7 @@ def stage(low, node, why, hints=None, call=None):
     outs = []
     for name in writes:
         out = Var((hints or {}).get(name, name), "array")
+        out.dclass = ("object", out.id)  # any Python object: codegen spells it so
         b.opaque.add(out.id)
         b.named.add(out.id)
         low.env[name] = out
