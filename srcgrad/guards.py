@@ -107,24 +107,20 @@ class Reads:
     def runtime(self, path: Path, value):
         """The Var a statement that runs as written reads `value` (not an array) into:
         read through its path at every call, not guarded."""
-        from .ir import Var
-
         self._found(path, value)
-        var = self.arrays.get(path.key)
-        if var is None:
-            var = Var(_hint(path), "array")
-            var.const_name, var.const_value = var.hint, path
-            self.arrays[path.key] = var
-        return var
+        return self._read_var(path)
 
     def array(self, path: Path, value):
         """The Var generated code reads the array `value` at `path` into, at every call
         (guarded to stay an array of its type)."""
-        from .ir import Var
-
         self._check(path)
         self.guards.setdefault(path.key, (path, ("type", type(value))))
         self._found(path, value)
+        return self._read_var(path)
+
+    def _read_var(self, path: Path):
+        from .ir import Var
+
         var = self.arrays.get(path.key)
         if var is None:
             var = Var(_hint(path), "array")
