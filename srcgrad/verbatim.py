@@ -32,9 +32,11 @@ import numpy
 
 from runtime.ops.core import Primitive
 
-from .errors import UnsupportedSyntaxError
+from .errors import UnknownFunctionError, UnsupportedSyntaxError
+from .ir import Eqn, Var
+from .scopes import Path, scope_of
 
-__all__ = ["PYTHON", "Code", "reason", "stage", "mutated_active", "render"]
+__all__ = ["PYTHON", "Code", "reason", "hoist", "stage", "mutated_active"]
 
 #: One statement run as written. Not pure (it is never folded, merged or dropped), no
 #: derivative rule and no declared zero derivative: a differentiated value reaching an
@@ -89,10 +91,6 @@ class Code:
         node = _Rename(names).visit(copy.deepcopy(self.node))
         ast.fix_missing_locations(node)
         return ast.unparse(node).splitlines()
-
-
-def render(code: Code, names: dict) -> list:
-    return code.render(names)
 
 
 # ---- names ----------------------------------------------------------------------------------
@@ -348,8 +346,6 @@ def is_immutable(v) -> bool:
 def mutated_active(eqns, active: set):
     """The first `python` equation (recursively) that may change in place an array that
     depends on a differentiated value, or None."""
-    from .ir import Var
-
     for e in eqns:
         if e.prim is PYTHON:
             for i in e.params["code"].mutates:
@@ -368,7 +364,6 @@ def unsound_error(e, i):
     equation `e`, whose outputs the result depends on."""
     import linecache
 
-    from .errors import UnknownFunctionError
 
     code, loc = e.params["code"], e.loc
     name = code.reads[i] if i < len(code.reads) else "a value"
@@ -506,8 +501,6 @@ def _meta_reads(low, node, known: dict):
     """Replace `x.shape`, `x.ndim`, `x.size` of a run-time array `x` in `node` (a private
     copy) by a name bound in `known` to the lowered value: a statement that reads only
     the shape of a differentiated array does not depend on its values."""
-    from .ir import Var
-
     inner = _bound_inside(node)
 
     class Meta(ast.NodeTransformer):
@@ -630,8 +623,6 @@ def _local_array(low, target) -> bool:
     name, _ = root_of(target)
     if name is None:
         return isinstance(target, ast.Name)
-    from .ir import Var
-
     v, local = low.resolve_quiet(name)
     return local and (isinstance(v, (Var, numpy.ndarray)) or isinstance(target, ast.Name))
 
@@ -639,9 +630,6 @@ def _local_array(low, target) -> bool:
 def stage(low, node, why, hints=None, call=None):
     """Stage `node` as one `python` equation (see the module docstring). `hints`: the
     readable name of each output whose user name is made up (a hoisted call's)."""
-    from .errors import UnknownFunctionError
-    from .ir import Eqn, Var
-    from .scopes import Path, scope_of
 
     known: dict = {}
     node = _meta_reads(low, copy.deepcopy(node), known)
@@ -665,7 +653,7 @@ def stage(low, node, why, hints=None, call=None):
                       reads.path_of(value) is None):
             changed_locals.add(name)
             continue
-        path = _path_of(low, name, value, local, Path, scope_of)
+        path = _path_of(low, name, value, local)
         if path is None:
             if local and not is_immutable(value):
                 changed_locals.add(name)  # a value made at compile time: refused below
@@ -707,7 +695,7 @@ def stage(low, node, why, hints=None, call=None):
         elif local and isinstance(value, numpy.ndarray) and reads.path_of(value) is None:
             add(name, value, mutated)  # made at compile time: its literal
         else:
-            path = _path_of(low, name, value, local, Path, scope_of)
+            path = _path_of(low, name, value, local)
             if path is None:
                 if not reading:
                     continue
@@ -749,7 +737,7 @@ def _callee(low, func):
     return None if f is low.NOPE or isinstance(f, low.RunTimeAttr) else f
 
 
-def _path_of(low, name, value, local, Path, scope_of):
+def _path_of(low, name, value, local):
     """Where a generated function reads `name` from at run time, or None."""
     if local:
         return None if is_immutable(value) else low.b.reads.path_of(value)
