@@ -10,26 +10,11 @@ from __future__ import annotations
 
 import sys
 
-import numpy
-
-from runtime.ops.numpy_api import METHODS, NUMPY
+from runtime.ops.numpy_api import METHODS, public_names
 
 
 def numpy_names() -> dict:
-    """Public name (np.x or np.linalg.x) -> object, for every callable mapped in NUMPY."""
-    found = {}
-    for prefix, mod in (("np", numpy), ("np.linalg", numpy.linalg)):
-        for name in dir(mod):
-            if name.startswith("_"):
-                continue
-            obj = getattr(mod, name)
-            if callable(obj) and not isinstance(obj, type):
-                try:
-                    if obj in NUMPY:
-                        found[f"{prefix}.{name}"] = obj
-                except TypeError:  # unhashable
-                    pass
-    return found
+    return public_names()
 
 
 def main(argv):

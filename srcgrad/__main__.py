@@ -1,4 +1,8 @@
-"""Command line: `python -m srcgrad show path/to/file.py:func [--wrt x,y] [--ir] [--mode M]`."""
+"""Command line:
+
+    python -m srcgrad show path/to/file.py:func [--wrt x,y] [--ir] [--mode M]
+    python -m srcgrad ops [NAME ...]      (also `srcgrad ops` once installed)
+"""
 from __future__ import annotations
 
 import argparse
@@ -35,12 +39,54 @@ def _wrt(text):
     return tuple(items) if len(items) > 1 else items[0]
 
 
+def _ops(names) -> int:
+    """List the numpy functions and array methods srcgrad differentiates: for each, the
+    op of the same name where there is one, whether its rules give every derivative order
+    (a VJP and a JVP rule written with ops), and its documented convention."""
+    from runtime.ops import PRIMITIVES
+    from runtime.ops.numpy_api import METHODS, public_names
+
+    found = public_names()
+    rows = [(n, getattr(found[n], "__name__", n.rsplit(".", 1)[-1])) for n in sorted(found)]
+    rows += [(f"ndarray.{m}", m) for m in sorted(METHODS)]
+    if names:
+        import difflib
+
+        want = set(names)
+        picked = [r for r in rows if r[0] in want or r[0].rsplit(".", 1)[-1] in want]
+        missing = [n for n in names if not any(n in r or r[0].endswith("." + n)
+                                               for r in picked)]
+        for n in missing:
+            close = difflib.get_close_matches(n.rsplit(".", 1)[-1], [r[1] for r in rows], 3)
+            hint = f"; closest supported: {', '.join(close)}" if close else ""
+            print(f"{n}: not differentiated by srcgrad{hint}")
+        rows = picked
+    width = max((len(r[0]) for r in rows), default=0)
+    for public, short in rows:
+        prim = PRIMITIVES.get(short)
+        if prim is None:
+            orders = "all orders (made of ops)"
+        elif prim.vjps and prim.jvp is not None:
+            orders = "all orders"
+        elif prim.declares_zero((), {}) if not callable(prim.zero_grad) else False:
+            orders = "zero derivative"
+        else:
+            orders = "first order"
+        note = f"  [{prim.convention}]" if prim is not None and prim.convention else ""
+        print(f"{public:<{width}}  {orders}{note}")
+    if not names:
+        print(f"\n{len({id(o) for o in found.values()})} numpy callables "
+              f"({len(found)} names) and {len(METHODS)} array methods")
+    return 0 if not names or rows else 1
+
+
 def main(argv=None) -> int:
     from . import api
     from .errors import SrcgradError
 
     parser = argparse.ArgumentParser(prog="python -m srcgrad",
-                                     description="Show the gradient code srcgrad generates.")
+                                     description="Show the gradient code srcgrad generates, "
+                                     "and the numpy functions it differentiates.")
     sub = parser.add_subparsers(dest="command", required=True)
     show = sub.add_parser("show", help="print the generated source of a function's gradient")
     show.add_argument("target", help="path/to/file.py:function")
@@ -48,7 +94,11 @@ def main(argv=None) -> int:
     show.add_argument("--ir", action="store_true", help="print the IR graph instead")
     show.add_argument("--mode", default="grad",
                       choices=["grad", "value_and_grad", "vjp", "jvp", "hvp"])
+    ops = sub.add_parser("ops", help="list the numpy functions srcgrad differentiates")
+    ops.add_argument("names", nargs="*", help="only these (np.tanh, tanh, ndarray.sum...)")
     args = parser.parse_args(argv)
+    if args.command == "ops":
+        return _ops(args.names)
     fn = _load(args.target)
     if isinstance(fn, api._CompiledBase):
         if args.wrt is None and args.mode == fn.kind:

@@ -374,8 +374,9 @@ def unsound_error(e, i):
                "function with source code, on a value that depends on a differentiated "
                f"argument (`{name}`): srcgrad cannot differentiate it. Such calls run as "
                "written when what they read is not differentiated (random draws, logging); "
-               "use a numpy function the op set has (see runtime.ops), or make this one an "
-               "op with srcgrad.primitive and a VJP rule")
+               "use a numpy function the op set has (`python -m srcgrad ops` lists them), "
+               "or make this one an op with srcgrad.primitive and a VJP rule"
+               f"{_closest(fname)}")
         cls = UnknownFunctionError
     else:
         lineno, col = (loc.lineno, loc.col) if loc is not None else (None, None)
@@ -388,6 +389,18 @@ def unsound_error(e, i):
         return cls(msg)
     line = linecache.getline(loc.filename, lineno) or loc.text
     return cls(msg, loc.filename, lineno, col, line)
+
+
+def _closest(fname: str) -> str:
+    """"; closest supported: np.x, ..." for a name like a numpy function srcgrad has."""
+    import difflib
+
+    from runtime.ops.numpy_api import public_names
+
+    names = public_names()
+    short = {n.rsplit(".", 1)[-1]: n for n in sorted(names, key=len, reverse=True)}
+    close = difflib.get_close_matches(fname.rsplit(".", 1)[-1], list(short), 3, 0.75)
+    return f"; closest supported: {', '.join(short[c] for c in close)}" if close else ""
 
 
 def mutated_error(e, name):

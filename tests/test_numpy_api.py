@@ -301,3 +301,25 @@ def test_compiled_refusals_point_at_the_line():
     # a case only the shapes tell apart is refused when the function runs
     with pytest.raises(ValueError, match="1-D b with one matrix"):
         srcgrad.grad(solve_stack_vector, cache=False)(B, V[:3])
+
+
+def test_ops_command_lists_every_mapped_name(capsys):
+    from runtime.ops.numpy_api import METHODS, public_names
+    from srcgrad.__main__ import main
+
+    assert main(["ops"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    listed = {ln.split()[0] for ln in lines if ln.startswith(("np.", "ndarray."))}
+    assert listed == set(public_names()) | {f"ndarray.{m}" for m in METHODS}
+    assert any(ln.startswith("np.tanh ") and "all orders" in ln for ln in lines)
+    assert any(ln.startswith("np.argmax ") and "zero derivative" in ln for ln in lines)
+
+
+def test_ops_command_names_the_closest_spelling(capsys):
+    from srcgrad.__main__ import main
+
+    main(["ops", "atleast2d", "tanh"])
+    out = capsys.readouterr().out
+    assert "atleast2d: not differentiated by srcgrad; closest supported: atleast_2d" in out
+    assert "np.tanh" in out
+    assert main(["ops", "no_such_function_anywhere"]) == 1

@@ -339,3 +339,11 @@ def test_a_raise_reached_when_compiling_raises_at_every_call():
     for _ in range(2):
         with pytest.raises(ValueError, match="unknown mode 'max'"):
             g(X)
+
+
+def test_an_unknown_numpy_function_gets_the_closest_supported_spelling():
+    def f(x):
+        return np.sum(np.nancumsum(x))
+
+    with pytest.raises(UnknownFunctionError, match="closest supported: np.nansum, np.cumsum"):
+        srcgrad.grad(f)(X)

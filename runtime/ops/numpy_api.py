@@ -19,7 +19,7 @@ from . import linalg as L
 from . import reduce as R
 from . import shapes as S
 
-__all__ = ["NUMPY", "METHODS", "ATTRIBUTES", "spelling", "UnsupportedArgument"]
+__all__ = ["NUMPY", "METHODS", "ATTRIBUTES", "spelling", "public_names", "UnsupportedArgument"]
 
 NUMPY: dict = {}
 METHODS: dict = {}
@@ -1233,3 +1233,21 @@ def _matrix_norm(x, ord, axis, keepdims):
     if keepdims:
         r = S.expand_dims(r, axis=(row, col))
     return r
+
+
+def public_names() -> dict:
+    """Public name (np.x or np.linalg.x) -> object, for every numpy callable mapped in
+    NUMPY (a callable reached under several names is listed under each)."""
+    found = {}
+    for prefix, mod in (("np", numpy), ("np.linalg", numpy.linalg)):
+        for name in dir(mod):
+            if name.startswith("_"):
+                continue
+            obj = getattr(mod, name)
+            if callable(obj) and not isinstance(obj, type):
+                try:
+                    if obj in NUMPY:
+                        found[f"{prefix}.{name}"] = obj
+                except TypeError:  # unhashable
+                    pass
+    return found
