@@ -508,8 +508,9 @@ def _python_numbers_pass(eqns, out, maybe, pushed):
                 out.add(e.outs[0].id)
             elif name == "sum_to" and maybe(e.ins[0]):  # returns a number it is given as is
                 out.add(e.outs[0].id)
-            elif getattr(e.prim, "custom", False) or e.prim is PYTHON:
-                out.update(o.id for o in e.outs)  # a user's op returns what it likes
+            elif getattr(e.prim, "custom", False) or e.prim is PYTHON or name == "list_get":
+                out.update(o.id for o in e.outs)  # a user's op returns what it likes, a list
+                # may hold numbers
             for b in e.blocks():
                 _python_numbers_pass(b.eqns, out, maybe, pushed)
 

@@ -75,13 +75,12 @@ CHECK_SCALAR = Primitive("check_scalar", None, meta=True, spell=call("check_scal
 #: the shape class of values known to be 0-d
 SCALAR = ("scalar",)
 # control flow and the reverse pass's stacks (structured equations, see ir.Block)
-COND = Primitive("cond", None, meta=True)
-FOR = Primitive("for", None, meta=True)
-WHILE = Primitive("while", None, meta=True)
-NEWSTACK = Primitive("newstack", None, meta=True)
-PUSH = Primitive("push", None, meta=True)
-POP = Primitive("pop", None, meta=True)
-STRUCTURED = {"cond", "for", "while", "newstack", "push", "pop"}
+COND = Primitive("cond", None, meta=True, structured=True)
+FOR = Primitive("for", None, meta=True, structured=True)
+WHILE = Primitive("while", None, meta=True, structured=True)
+NEWSTACK = Primitive("newstack", None, meta=True, structured=True)
+PUSH = Primitive("push", None, meta=True, structured=True)
+POP = Primitive("pop", None, meta=True, structured=True)
 
 
 # Python lists that grow inside run-time loops or branches (`hs.append(h)`) become list
@@ -108,11 +107,12 @@ def _list_append(lst, item, pos):
 
 
 LIST_FROM = Primitive("list_from", lambda *items: list(items), vjps=(vjp_list_from,),
-                      variadic=True, spell=lambda i, p, d: f"[{', '.join(i)}]")
+                      variadic=True, creator=True, spell=lambda i, p, d: f"[{', '.join(i)}]")
 LIST_APPEND = Primitive("list_append", _list_append,
                         vjps=(vjp_list_append_list, vjp_list_append_item), nondiff=(2,),
                         spell=lambda i, p, d: f"{i[0]}.append({i[1]})")
 LIST_ZEROS = Primitive("list_zeros", lambda lst: [numpy.zeros_like(e) for e in lst], meta=True,
+                       creator=True,
                        spell=lambda i, p, d: f"[np.zeros_like(e) for e in {i[0]}]")
 
 
@@ -165,8 +165,6 @@ STACK_LIST = Primitive("stack_list", None, vjps=(vjp_stack_list,), view=True,
 
 LIST_FROM.jvp, LIST_APPEND.jvp, STACK_LIST.jvp = jvp_list_from, jvp_list_append, jvp_stack_list
 
-_CREATORS = {"zeros", "ones", "full", "eye", "arange", "zeros_like", "ones_like",
-             "list_from"}
 _SAME_SHAPE_ARG = {"sum_to": 1, "broadcast_to": 1, "reshape": 1, "scatter_add": 2}
 
 
@@ -329,7 +327,7 @@ class Builder:
         for i, a in enumerate(args):
             if isinstance(a, (tuple, slice)) and _has_var(a):
                 args[i] = self.index_value(a)
-        if not any(isinstance(a, Var) for a in args) and prim.name not in _CREATORS and \
+        if not any(isinstance(a, Var) for a in args) and not prim.creator and \
                 prim.pure:  # an impure op (random draws...) is called at every run
             result = prim.impl(*args, **params)
             if not isinstance(result, numpy.ndarray) or result.size <= 16:
@@ -368,7 +366,7 @@ class Builder:
             return "list"
         if prim.meta:
             return "meta"
-        if prim.name in _CREATORS or any(isinstance(a, Var) and a.kind == "array"
+        if prim.creator or any(isinstance(a, Var) and a.kind == "array"
                                          for a in args):
             return "array"
         # arithmetic on shapes and ints (n // 2, x.shape[0]) stays meta; anything else made
@@ -951,7 +949,10 @@ class Lowerer:
             else None
         if found is not None:
             container, key = found
-            value = self.binop(node.op, container[key], self.expr(node.value), node)
+            cur = container[key]
+            value = self.binop(node.op, cur, self.expr(node.value), node)
+            if isinstance(cur, Var) and cur.kind == "array" and cur.sclass != SCALAR:
+                self.item_in_place(node, cur)
             container[key] = value
             return
         if isinstance(node.target, ast.Subscript):
@@ -994,13 +995,43 @@ class Lowerer:
                              "a new array", node, UnsupportedSyntaxError)
         op = ast.unparse(node).split("=", 1)[0].strip()
         self.refuse_caller_update(cur, name, f"{op}= ...", node)
-        if isinstance(value, Var) and self.b.eqns and self.b.eqns[-1].outs[0] is value:
+        if isinstance(value, Var) and self.b.eqns and self.b.eqns[-1].outs and \
+                self.b.eqns[-1].outs[0] is value:
             value.hint = name
             self.b.named.add(value.id)
         for lw in self.scopes():
             for n, v in list(lw.env.items()):
                 if v is cur:
                     lw.env[n] = value
+
+    def item_in_place(self, node, cur):
+        """`d[k] += v` on an array item updates that array in place: refuse when another
+        name, another item or the caller may hold it too (see update_in_place)."""
+        why = self.b.shared_why(cur)
+        if why is None:
+            seen, holders = set(), []
+
+            def visit(v, where):
+                if isinstance(v, Var) and v.id in self.b.sharing(cur):
+                    holders.append(where)
+                elif isinstance(v, (list, tuple, dict)) and id(v) not in seen:
+                    seen.add(id(v))
+                    for k, x in (v.items() if isinstance(v, dict) else enumerate(v)):
+                        visit(x, f"{where}[{k!r}]")
+
+            for lw in self.scopes():
+                for n, v in lw.env.items():
+                    if not n.startswith("<"):
+                        visit(v, f"`{n}`")
+            if len(holders) > 1:
+                why = " and ".join(holders[:2]) + " (the same array)"
+        if why is not None:
+            target = ast.unparse(node.target)
+            raise self.error(f"`{target} {_OPSYM.get(type(node.op), '+')}=` updates the array "
+                             f"in place, and here it may share its memory with {why}, which "
+                             f"numpy would change too; write `{target} = {target} "
+                             f"{_OPSYM.get(type(node.op), '+')} ...` to make a new array", node,
+                             UnsupportedSyntaxError)
 
     def _other_name(self, name, cur) -> "str | None":
         """Another name bound to `cur`, or to a value that may share its memory (a view of
@@ -1638,7 +1669,9 @@ class Lowerer:
     def expr_ListComp(self, node):
         return self.comprehension(node)
 
-    expr_GeneratorExp = expr_ListComp  # made as a list: numeric code sums or stacks it
+    def expr_GeneratorExp(self, node):
+        out = self.comprehension(node)  # made at once: numeric code sums or stacks it
+        return iter(out) if isinstance(out, list) else out  # used up once read, as in Python
 
     def expr_DictComp(self, node):
         return self.comprehension(node)
@@ -1936,6 +1969,11 @@ class Lowerer:
                          for v in obj]
                 if all(isinstance(v, Var) and v.kind == "array" or
                        isinstance(v, numbers.Real) for v in items):
+                    if len({v.sclass if isinstance(v, Var) else SCALAR for v in items}) > 1:
+                        raise self.error(
+                            "indexing a list of arrays with a run-time index needs arrays "
+                            "known to have one shape (the gradient stacks them); these may "
+                            "differ", node, UnsupportedSyntaxError)
                     lst = self.b.stage(LIST_FROM, items, {})
                     return self.b.stage(LIST_GET, [lst, idx], {})
             if isinstance(obj, (tuple, list)):

@@ -29,8 +29,6 @@ __all__ = ["optimize", "PASSES"]
 
 PASSES = ("simplify", "fold", "cse", "dce")
 _KEEP = object()
-_CREATORS = {"zeros", "ones", "full", "eye", "arange", "zeros_like", "ones_like", "list_from",
-             "list_zeros"}
 
 
 def _is_const(v, value=None) -> bool:
@@ -188,7 +186,6 @@ def _key(e: Eqn):
     return (e.prim, tuple(parts), params)  # the op itself: two user's ops may share a name
 
 
-_STRUCTURED = {"cond", "for", "while", "newstack", "push", "pop", "python"}
 
 
 def optimize(graph: Graph, named: set | None = None, passes=PASSES, keep=()) -> Graph:
@@ -278,7 +275,7 @@ class _Run:
         todo = list(reversed(eqns))
         while todo:
             e = todo.pop()
-            if e.prim.name in _STRUCTURED:
+            if e.prim.structured:
                 e.ins = [self.res_tree(a) for a in e.ins]
                 for b in e.blocks():
                     b.eqns = self.block(b.eqns, seen, dict(producer))
@@ -318,7 +315,7 @@ class _Run:
                     seen.simplified[(k, e.phase)] = r
                 return staged
         if "fold" in self.passes and not any(isinstance(a, Var) for a in e.ins) and \
-                e.prim.name not in _CREATORS and e.prim.impl is not None and e.prim.pure:
+                not e.prim.creator and e.prim.impl is not None and e.prim.pure:
             value = e.prim.impl(*e.ins, **e.params)
             if not isinstance(value, numpy.ndarray) or value.size <= 16:
                 self.subst[out.id] = value

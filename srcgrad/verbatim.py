@@ -41,7 +41,8 @@ __all__ = ["PYTHON", "Code", "reason", "hoist", "stage", "mutated_active"]
 #: One statement run as written. Not pure (it is never folded, merged or dropped), no
 #: derivative rule and no declared zero derivative: a differentiated value reaching an
 #: output is refused by the soundness check.
-PYTHON = Primitive("python", None, differentiable=False, zero_grad=False, pure=False)
+PYTHON = Primitive("python", None, differentiable=False, zero_grad=False, pure=False,
+                   structured=True)
 
 _KIND = {ast.Try: "a `try` statement", ast.With: "a `with` statement",
          ast.Raise: "a `raise` statement", ast.Assert: "an `assert` statement",

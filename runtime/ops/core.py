@@ -63,14 +63,16 @@ class Primitive:
     __slots__ = (
         "name", "impl", "vjps", "nondiff", "broadcasts", "differentiable", "meta",
         "reads_inputs", "reads_out", "spell", "defaults", "elementwise", "doc",
-        "convention", "variadic", "jvp", "custom", "zero_grad", "pure", "view",
+        "convention", "variadic", "jvp", "custom", "zero_grad", "pure", "view", "creator",
+        "structured",
     )
     _reserves_name = True  # see RESERVED_NAMES
 
     def __init__(self, name, impl, *, vjps=(), nondiff=(), broadcasts=False,
                  differentiable=True, meta=False, reads_inputs=True, reads_out=False,
                  spell=None, defaults=None, elementwise=False, convention="",
-                 variadic=False, doc="", zero_grad=None, pure=True, view=False):
+                 variadic=False, doc="", zero_grad=None, pure=True, view=False,
+                 creator=False, structured=False):
         self.name = name
         self.impl = impl
         self.vjps = tuple(vjps)
@@ -105,6 +107,13 @@ class Primitive:
         #: the compiler may evaluate a call on constants once, merge equal calls and drop
         #: unused ones. Not so for an op that draws random numbers, reads a clock, logs...
         self.pure = pure
+        #: declared: makes a new array from shapes and constants (np.zeros, np.arange...):
+        #: never folded into a literal, since each call must own fresh memory
+        self.creator = creator
+        #: declared: an equation of this op is control flow or a statement (cond, loops,
+        #: the reverse pass's stacks, a statement run as written), with any number of
+        #: outputs, that passes over it leave as it is
+        self.structured = structured
         if self._reserves_name:
             RESERVED_NAMES.add(name)
 

@@ -344,9 +344,10 @@ def vjp_to_float(g, out, x):
 
 to_float = defop("to_float", _to_float, vjp_to_float, view=True, reads_inputs=False, spell=call("to_float"),
                  doc="Python's float() of a 0-d array (what math.exp(x) and float(x) do)")
-zeros_like = defop("zeros_like", _zeros_like, differentiable=False,
+zeros_like = defop("zeros_like", _zeros_like, differentiable=False, creator=True,
                    spell=call("np.zeros_like"))
-ones_like = defop("ones_like", _ones_like, differentiable=False, spell=call("np.ones_like"))
+ones_like = defop("ones_like", _ones_like, differentiable=False, creator=True,
+                  spell=call("np.ones_like"))
 
 
 def _creator(name):
@@ -354,7 +355,7 @@ def _creator(name):
         return getattr(numpy, name)(*args, **kw)
 
     impl.__name__ = name
-    return defop(name, impl, differentiable=False, spell=call(f"np.{name}"))
+    return defop(name, impl, differentiable=False, creator=True, spell=call(f"np.{name}"))
 
 
 zeros = _creator("zeros")
