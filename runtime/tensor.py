@@ -215,11 +215,21 @@ class Tensor:
         return bool(self.data)
 
     def __array__(self, dtype=None, copy=None):
-        d = self.data if isinstance(self.data, numpy.ndarray) else self.data.get()
+        if (self._requires_grad or self.grad_fn is not None) and is_grad_enabled():
+            # numpy converting a tensor on the tape (`ndarray.dot(t)`, `np.asarray(t)`)
+            # would drop it from the graph and give a wrong gradient without a word
+            raise TypeError("a Tensor that requires grad cannot become a numpy array here "
+                            "(numpy would compute on its values and lose the gradient): use "
+                            "tensor.detach() for the values, or np.dot(a, t) / a @ t rather "
+                            "than ndarray methods such as a.dot(t)")
+        d = self._numpy()
         return d if dtype is None else d.astype(dtype)
 
+    def _numpy(self):
+        return self.data if isinstance(self.data, numpy.ndarray) else self.data.get()
+
     def __repr__(self):
-        body = numpy.array2string(numpy.asarray(self.__array__()), separator=", ",
+        body = numpy.array2string(numpy.asarray(self._numpy()), separator=", ",
                                   prefix="Tensor(")
         if self.grad_fn is not None:
             return f"Tensor({body}, grad_fn=<{self.grad_fn.name()}>)"

@@ -71,6 +71,9 @@ MAKE_SLICE = Primitive("make_slice", _make_slice, meta=True, spell=call("slice")
 LEN = Primitive("len", len, meta=True, zero_grad=True, spell=call("len"))
 INT = Primitive("int", int, meta=True, spell=call("int"))
 CHECK_SCALAR = Primitive("check_scalar", None, meta=True, spell=call("check_scalar"))
+IS_NONE = Primitive("is_none", lambda v, negate=False: (v is None) != negate,
+                    differentiable=False, zero_grad=True,
+                    spell=lambda i, p, d: f"{i[0]} is {'not ' if p.get('negate') else ''}None")
 
 #: the shape class of values known to be 0-d
 SCALAR = ("scalar",)
@@ -1835,7 +1838,13 @@ class Lowerer:
         for op, comp in zip(node.ops, node.comparators):
             right = self.expr(comp)
             entry = _CMPOPS.get(type(op))
-            if entry is None:
+            if isinstance(op, (ast.Is, ast.IsNot)) and (
+                    (isinstance(left, Var) and right is None) or
+                    (isinstance(right, Var) and left is None)):
+                # `y is None` of an argument (`loss(X, y=None)`): tested at run time
+                v = left if isinstance(left, Var) else right
+                r = self.b.stage(IS_NONE, [v], {"negate": isinstance(op, ast.IsNot)})
+            elif entry is None:
                 if _has_var(left) or _has_var(right):
                     raise self.unsupported(f"the comparison {type(op).__name__} on run-time "
                                            "values is", node)
@@ -2096,6 +2105,10 @@ class Lowerer:
                 out = prim(out, v)
             return out
         if f is builtins.sum:
+            if isinstance(args[0], Var) and args[0].kind == "array" and not kwargs:
+                # Python adds the rows (the items along the first axis) to `start`
+                total = ops.sum(args[0], axis=0)
+                return ops.add(args[1], total) if len(args) > 1 else total
             if isinstance(args[0], Var) and args[0].kind == "list":
                 # np.stack: the items must have one shape (an empty list raises)
                 total = ops.sum(self.b.stage(STACK_LIST, [args[0]], {"axis": 0}), axis=0)

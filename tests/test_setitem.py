@@ -444,12 +444,20 @@ def test_floats_written_into_an_integer_array_are_refused():
 def test_assigning_into_a_python_list_item():
     # a list the function builds is a compile-time container: its items are set then
     def f(x):
-        parts = [x, x]
+        parts = [x, x * 2]
         parts[0] = x * 2
-        parts[1] += x
+        parts[1] += x  # the function's own array: updated in place
         return np.sum(parts[0] * parts[1])
 
-    np.testing.assert_allclose(srcgrad.grad(f, cache=False)(np.ones(3)), np.full(3, 8.0))
+    np.testing.assert_allclose(srcgrad.grad(f, cache=False)(np.ones(3)), np.full(3, 12.0))
+
+    def g(x):
+        parts = [x, x]
+        parts[1] += x  # numpy would change the caller's x
+        return np.sum(parts[1])
+
+    with pytest.raises(UnsupportedSyntaxError, match="the caller's argument"):
+        srcgrad.grad(g, cache=False)(np.ones(3))
 
 
 def test_assigning_into_a_python_list_item_in_a_run_time_loop_is_refused():

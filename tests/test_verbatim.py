@@ -347,3 +347,15 @@ def test_an_unknown_numpy_function_gets_the_closest_supported_spelling():
 
     with pytest.raises(UnknownFunctionError, match="closest supported: np.nansum, np.cumsum"):
         srcgrad.grad(f)(X)
+
+
+def test_is_none_of_an_argument_is_tested_at_run_time():
+    def loss(x, y=None, scale=2.0):
+        if y is None:
+            return np.sum(x ** 2) * scale
+        return np.sum((x - y) ** 2)
+
+    g = srcgrad.grad(loss)
+    np.testing.assert_allclose(g(X), 4 * X)
+    np.testing.assert_allclose(g(X, np.ones(3)), 2 * (X - 1))
+    np.testing.assert_allclose(g(X, None, 3.0), 6 * X)
