@@ -2085,7 +2085,9 @@ class Lowerer:
             (v,) = args
             if not _has_var(v):
                 return f(v)
-            if f is builtins.int and isinstance(v, Var) and v.kind == "meta":
+            if f is builtins.int and isinstance(v, Var) and v.kind in ("meta", "array"):
+                # (of a value the derivative flows through, refused by check_sound if the
+                # result reaches the output: int() has no derivative to give)
                 return self.b.stage(INT, [v], {})
             if f is builtins.float and isinstance(v, Var):
                 return ops.to_float(v)  # refuses arrays of one or more dimensions
@@ -2096,6 +2098,9 @@ class Lowerer:
         if f is builtins.pow:
             return ops.power(*args) if any(_has_var(a) for a in args) else pow(*args)
         if f in (builtins.min, builtins.max):
+            if len(args) == 1 and isinstance(args[0], Var) and args[0].kind == "array" and \
+                    not kwargs:  # the largest item along the first axis (of a 1-d array)
+                return (ops.min if f is builtins.min else ops.max)(args[0], axis=0)
             items = list(args[0]) if len(args) == 1 else list(args)
             if not any(_has_var(v) for v in items):
                 return f(items, **kwargs)

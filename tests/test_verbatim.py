@@ -359,3 +359,11 @@ def test_is_none_of_an_argument_is_tested_at_run_time():
     np.testing.assert_allclose(g(X), 4 * X)
     np.testing.assert_allclose(g(X, np.ones(3)), 2 * (X - 1))
     np.testing.assert_allclose(g(X, None, 3.0), 6 * X)
+
+
+def test_builtins_over_arrays_and_int_of_a_run_time_value():
+    def f(x):
+        k = int(np.argmax(x))  # steers indexing only
+        return sum(x ** 2) + max(x) * min(x) + abs(x[k]) + sum(np.tanh(x))
+
+    check(f, X)
