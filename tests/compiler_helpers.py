@@ -10,6 +10,8 @@ It returns the compiled gradients so callers can check more (dtypes, exact value
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 import runtime as rt
@@ -114,3 +116,66 @@ def check_grad(fn, args, wrt=0, *, tape=True, fd=True, kwargs=None, fd_rtol=FD_R
             assert_close(gi, num, fd_rtol, fd_atol, f"srcgrad vs finite differences, "
                          f"argument {i}")
     return got
+
+
+# ---- structures (dicts, lists, tuples, namedtuples) leaf by leaf ---------------------------
+
+def tree_leaves(x, path=()):
+    """[(path, leaf)] of a structure, in its order."""
+    if isinstance(x, dict):
+        return [p for k, v in x.items() for p in tree_leaves(v, path + (k,))]
+    if isinstance(x, (list, tuple)):
+        return [p for i, v in enumerate(x) for p in tree_leaves(v, path + (i,))]
+    return [(path, x)]
+
+
+def tree_replace(x, path, value):
+    """A copy of structure `x` with the leaf at `path` replaced."""
+    if not path:
+        return value
+    k, rest = path[0], path[1:]
+    if isinstance(x, dict):
+        return {kk: (tree_replace(v, rest, value) if kk == k else v) for kk, v in x.items()}
+    items = [(tree_replace(v, rest, value) if i == k else v) for i, v in enumerate(x)]
+    if hasattr(type(x), "_fields"):
+        return type(x)(*items)
+    return items if isinstance(x, list) else tuple(items)
+
+
+def tree_get(x, path):
+    for k in path:
+        x = x[k]
+    return x
+
+
+# ---- golden files ----------------------------------------------------------------------------
+
+GOLDEN_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden")
+UPDATE_GOLDEN = os.environ.get("SRCGRAD_UPDATE_GOLDEN") == "1"
+
+
+def golden_path(name):
+    return os.path.join(GOLDEN_DIR, f"{name}.py")
+
+
+def check_golden(name, source):
+    """Compare generated `source` with tests/golden/<name>.py (rewrite it with
+    SRCGRAD_UPDATE_GOLDEN=1)."""
+    import difflib
+
+    import pytest
+
+    path = golden_path(name)
+    if UPDATE_GOLDEN:
+        os.makedirs(GOLDEN_DIR, exist_ok=True)
+        with open(path, "w") as f:
+            f.write(source)
+        return
+    assert os.path.exists(path), f"no golden file {path}: run with SRCGRAD_UPDATE_GOLDEN=1"
+    with open(path) as f:
+        golden = f.read()
+    if source != golden:
+        diff = "".join(difflib.unified_diff(golden.splitlines(True), source.splitlines(True),
+                                            f"golden/{name}.py", "generated"))
+        pytest.fail(f"the generated source of {name} changed (rerun with "
+                    f"SRCGRAD_UPDATE_GOLDEN=1 if the change is intended):\n{diff}")

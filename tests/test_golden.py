@@ -8,18 +8,13 @@ differences: a golden file is working code, not just text.
 """
 from __future__ import annotations
 
-import difflib
-import os
-
 import numpy as np
 import pytest
 
 import golden_functions as gf
 import srcgrad
-from compiler_helpers import check_grad
+from compiler_helpers import check_golden, check_grad, golden_path
 
-GOLDEN_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden")
-UPDATE = os.environ.get("SRCGRAD_UPDATE_GOLDEN") == "1"
 
 rng = np.random.default_rng(11)
 
@@ -55,28 +50,10 @@ CASES = {
 }
 
 
-def golden_path(name):
-    return os.path.join(GOLDEN_DIR, f"{name}.py")
-
-
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_generated_source_matches_golden_file(name):
     fn, wrt, _ = CASES[name]
-    source = srcgrad.grad(fn, wrt=wrt, cache=False).source
-    path = golden_path(name)
-    if UPDATE:
-        os.makedirs(GOLDEN_DIR, exist_ok=True)
-        with open(path, "w") as f:
-            f.write(source)
-        return
-    assert os.path.exists(path), f"no golden file {path}: run with SRCGRAD_UPDATE_GOLDEN=1"
-    with open(path) as f:
-        golden = f.read()
-    if source != golden:
-        diff = "".join(difflib.unified_diff(golden.splitlines(True), source.splitlines(True),
-                                            f"golden/{name}.py", "generated"))
-        pytest.fail(f"the generated source of {name} changed (rerun with "
-                    f"SRCGRAD_UPDATE_GOLDEN=1 if the change is intended):\n{diff}")
+    check_golden(name, srcgrad.grad(fn, wrt=wrt, cache=False).source)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -11,50 +11,25 @@ import pytest
 
 import runtime as rt
 import srcgrad
-from compiler_helpers import FD_ATOL, FD_RTOL, TAPE_ATOL, TAPE_RTOL, \
-    finite_differences
+from compiler_helpers import (FD_ATOL, FD_RTOL, TAPE_ATOL, TAPE_RTOL, finite_differences,
+                              tree_get, tree_leaves, tree_replace)
 
 Layer = collections.namedtuple("Layer", ["W", "b"])
 
 
 # -- helpers: structures leaf by leaf ------------------------------------------------------
 
-def _leaves(x, path=()):
-    """[(path, leaf)] of a structure, in its order."""
-    if isinstance(x, dict):
-        return [p for k, v in x.items() for p in _leaves(v, path + (k,))]
-    if isinstance(x, (list, tuple)):
-        return [p for i, v in enumerate(x) for p in _leaves(v, path + (i,))]
-    return [(path, x)]
 
-
-def _replace(x, path, value):
-    """A copy of structure `x` with the leaf at `path` replaced."""
-    if not path:
-        return value
-    k, rest = path[0], path[1:]
-    if isinstance(x, dict):
-        return {kk: (_replace(v, rest, value) if kk == k else v) for kk, v in x.items()}
-    items = [(_replace(v, rest, value) if i == k else v) for i, v in enumerate(x)]
-    if hasattr(type(x), "_fields"):
-        return type(x)(*items)
-    return items if isinstance(x, list) else tuple(items)
-
-
-def _get(x, path):
-    for k in path:
-        x = x[k]
-    return x
 
 
 def fd_tree(fn, args, index):
     """Central differences of scalar fn(*args) w.r.t. every leaf of args[index]: a
     {path: gradient} dict (a float leaf gets a float)."""
     out = {}
-    for path, leaf in _leaves(args[index]):
+    for path, leaf in tree_leaves(args[index]):
         def at(value, path=path):
             a = list(args)
-            a[index] = _replace(args[index], path, value)
+            a[index] = tree_replace(args[index], path, value)
             return fn(*a)
 
         out[path] = finite_differences(at, [leaf], 0)
@@ -65,9 +40,9 @@ def tape_tree(fn, args, index):
     """The tape engine's gradients of the unmodified fn w.r.t. every leaf of args[index]."""
     tensors = {}
     tree = args[index]
-    for path, leaf in _leaves(tree):
+    for path, leaf in tree_leaves(tree):
         tensors[path] = rt.tensor(np.asarray(leaf, dtype=np.float64), requires_grad=True)
-        tree = _replace(tree, path, tensors[path])
+        tree = tree_replace(tree, path, tensors[path])
     a = list(args)
     a[index] = tree
     fn(*a).backward()
@@ -90,13 +65,13 @@ def check_tree(fn, args, index, grads, tape=True):
     """`grads` (srcgrad's gradient of args[index]) has the argument's structure and agrees
     with finite differences (and the tape) leaf by leaf."""
     arg = args[index]
-    assert [p for p, _ in _leaves(grads)] == [p for p, _ in _leaves(arg)]
+    assert [p for p, _ in tree_leaves(grads)] == [p for p, _ in tree_leaves(arg)]
     if isinstance(arg, (dict, list, tuple)):
         assert type(grads) is type(arg)
     fd = fd_tree(fn, args, index)
     tp = tape_tree(fn, args, index) if tape else None
-    for path, g in _leaves(grads):
-        leaf = _get(arg, path)
+    for path, g in tree_leaves(grads):
+        leaf = tree_get(arg, path)
         assert np.shape(g) == np.shape(leaf), path
         np.testing.assert_allclose(g, fd[path], rtol=FD_RTOL, atol=FD_ATOL, err_msg=str(path))
         if tp is not None:
