@@ -613,7 +613,8 @@ def check_sound(eqns, outputs, wrt):
     loc = e.loc
     if loc is None:
         raise NotDifferentiableError(msg)
-    raise NotDifferentiableError(msg, loc.filename, loc.lineno, loc.col, loc.text)
+    raise NotDifferentiableError(msg, loc.filename, loc.lineno, loc.col,
+                                 linecache.getline(loc.filename, loc.lineno) or loc.text)
 
 
 def _check_output(out, src, kind):

@@ -2087,8 +2087,15 @@ class Lowerer:
                 return f(v)
             if f is builtins.int and isinstance(v, Var) and v.kind in ("meta", "array"):
                 # (of a value the derivative flows through, refused by check_sound if the
-                # result reaches the output: int() has no derivative to give)
-                return self.b.stage(INT, [v], {})
+                # result reaches the output: int() has no derivative to give; the error
+                # points at the call)
+                loc = self.b.loc
+                if loc is not None:
+                    self.b.loc = Loc(loc.filename, node.lineno, node.col_offset, loc.text)
+                try:
+                    return self.b.stage(INT, [v], {})
+                finally:
+                    self.b.loc = loc
             if f is builtins.float and isinstance(v, Var):
                 return ops.to_float(v)  # refuses arrays of one or more dimensions
             raise StaticValueNeeded(f"{f.__name__}() of a run-time value")

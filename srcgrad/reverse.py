@@ -396,8 +396,10 @@ def _located(err: Exception, e: Eqn):
 
     if e.loc is None:
         return SrcgradError(str(err))
+    import linecache
+
     return SrcgradError(f"{err} ({e.loc.short()})", e.loc.filename, e.loc.lineno, e.loc.col,
-                        e.loc.text)
+                        linecache.getline(e.loc.filename, e.loc.lineno) or e.loc.text)
 
 
 def _shape_only_uses(eqns, outs) -> dict:

@@ -318,7 +318,8 @@ def test_static_value_needed_points_at_the_line():
     with pytest.raises(SrcgradError) as info:
         srcgrad.grad(f, cache=False)(np.ones(2))
     check_location(info.value, "static", "int(", SrcgradError)
-    assert re.search(r"compile time|run time", info.value.msg)
+    # int() of a differentiated value has no derivative to give
+    assert "int() of it has no derivative" in info.value.msg
 
 
 def uses_hstack(x):
