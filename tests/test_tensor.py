@@ -661,3 +661,16 @@ def test_views_share_the_version_counter_of_their_base():
     d = c + 1.0
     d.add_(1.0)
     assert c._version == 0
+
+
+def test_numpy_cannot_turn_a_tensor_on_the_tape_into_an_array():
+    a = np.arange(6.0).reshape(2, 3)
+    w = rt.tensor(np.ones((3, 2)), requires_grad=True)
+    with pytest.raises(TypeError, match="requires grad cannot become a numpy array"):
+        a.dot(w)  # ndarray.dot would compute on w's values and drop it from the tape
+    out = np.dot(a, w)  # dispatches to the tape
+    out.sum().backward()
+    np.testing.assert_allclose(np.asarray(w.grad), a.sum(0)[:, None] * np.ones((3, 2)))
+    with rt.no_grad():
+        np.testing.assert_allclose(np.asarray(w), np.ones((3, 2)))
+    np.testing.assert_allclose(np.asarray(w.detach()), np.ones((3, 2)))
