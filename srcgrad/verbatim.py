@@ -589,11 +589,11 @@ def hoist(low, node) -> "ast.stmt | None":
         if any(isinstance(p, ast.Attribute) and isinstance(p.ctx, ast.Store)
                for t in targets for p in ast.walk(t)):
             return None
-        if isinstance(node.value, ast.Call) and low.unknown_call(node.value):
+        items = any(isinstance(p, ast.Subscript) for t in targets for p in ast.walk(t))
+        if isinstance(node.value, ast.Call) and low.unknown_call(node.value) and not items:
             return None  # `noise = rng.normal(...)` runs as written as it is
-        if any(isinstance(p, ast.Subscript) for t in targets for p in ast.walk(t)) and \
-                not all(_local_array(low, t) for t in targets):
-            return None
+        if items and not all(_local_array(low, t) for t in targets):
+            return None  # (`out[i] = rng.normal()` into the function's array: hoisted)
     elif not isinstance(node, (ast.Return, ast.If, ast.For)):
         return None
     calls = _calls_to_hoist(low, node)

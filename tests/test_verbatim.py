@@ -367,3 +367,14 @@ def test_builtins_over_arrays_and_int_of_a_run_time_value():
         return sum(x ** 2) + max(x) * min(x) + abs(x[k]) + sum(np.tanh(x))
 
     check(f, X)
+
+
+def test_a_draw_written_into_the_functions_array_keeps_its_derivative():
+    def f(x, seed):
+        rng = np.random.default_rng(seed)
+        out = x * 2.0
+        out[0] = rng.normal()
+        return np.sum(out ** 2)
+
+    np.testing.assert_allclose(srcgrad.grad(f)(X, 3), np.r_[0.0, 8 * X[1:]])
+    check(f, X, 3)
