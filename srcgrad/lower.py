@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
 import copy
 import functools
 import importlib
@@ -1685,19 +1686,26 @@ class Lowerer:
         range, a list of arrays...) and short, else a run-time loop building a list."""
         names = [n.id for g in node.generators for n in ast.walk(g.target)
                  if isinstance(n, ast.Name)]
-        saved = {n: self.env.get(n, _MISSING) for n in names}
         staged = len(self.b.eqns)
         try:
-            return self.static_comprehension(node)
+            with self.own_names(names):
+                return self.static_comprehension(node)
         except _NotStatic:
             del self.b.eqns[staged:]  # (an impure op staged before must not run twice)
+        return self.loop_comprehension(node)
+
+    @contextlib.contextmanager
+    def own_names(self, names):
+        """Names bound inside (a comprehension's): their outer bindings come back after."""
+        saved = {n: self.env.get(n, _MISSING) for n in names}
+        try:
+            yield
         finally:
             for n, v in saved.items():
                 if v is _MISSING:
                     self.env.pop(n, None)
                 else:
                     self.env[n] = v
-        return self.loop_comprehension(node)
 
     _UNROLL = 64  # the most items a comprehension is unrolled into
 
@@ -1780,19 +1788,14 @@ class Lowerer:
                 if not hasattr(n, "lineno"):
                     ast.copy_location(n, node)
             ast.fix_missing_locations(stmt)
-        saved = {n: self.env.get(n, _MISSING) for n in names}
         where = (self.node, self.b.loc, self.b.hint)
         try:
-            self.stmt(init)
-            self.stmt(inner)
-            return self.env[key]
+            with self.own_names(names):
+                self.stmt(init)
+                self.stmt(inner)
+                return self.env[key]
         finally:
             self.node, self.b.loc, self.b.hint = where
-            for n, v in saved.items():
-                if v is _MISSING:
-                    self.env.pop(n, None)
-                else:
-                    self.env[n] = v
 
     def expr_Tuple(self, node):
         return tuple(self.expr(e) for e in node.elts)
