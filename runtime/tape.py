@@ -134,7 +134,7 @@ def _raise_inplace(t, expected, node):
         f"{node.name()}).")
 
 
-def _retain(node, tensor):
+def retain(node, tensor):
     if node.retained is None:
         node.retained = []
     node.retained.append(weakref.ref(tensor))

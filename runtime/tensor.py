@@ -14,7 +14,7 @@ from .mode import enable_grad, is_grad_enabled
 from .ops import PRIMITIVES, apply_vjp
 from .ops.numpy_api import ATTRIBUTES, METHODS, NUMPY
 from . import tape as _tape
-from .tape import AccumulateGrad, Node, _retain
+from .tape import AccumulateGrad, Node, retain
 from .tape import backward as _backward
 
 __all__ = ["Tensor", "tensor"]
@@ -131,7 +131,7 @@ class Tensor:
         if not self._requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         if self.grad_fn is not None and not self._retains_grad:
-            _retain(self.grad_fn, self)
+            retain(self.grad_fn, self)
             self._retains_grad = True
 
     def backward(self, gradient=None, retain_graph=None, create_graph: bool = False) -> None:
@@ -581,7 +581,7 @@ def _move_retain(t, old_node, node):
     if old_node is not None and old_node.retained:
         old_node.retained = [r for r in old_node.retained if r() is not t]
     if node is not None:
-        _retain(node, t)
+        retain(node, t)
 
 
 def _same_dtype(new, like):

@@ -100,7 +100,7 @@ def main(argv=None) -> int:
     if args.command == "ops":
         return _ops(args.names)
     fn = _load(args.target)
-    if isinstance(fn, api._CompiledBase):
+    if isinstance(fn, api.CompiledFunction):
         if args.wrt is None and args.mode == fn.kind:
             api.show(fn, ir=args.ir)
             return 0

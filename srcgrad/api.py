@@ -32,15 +32,16 @@ from .codegen import FunctionCode, emit_module
 from .errors import (InternalError, NotDifferentiableError, OutputTypeError, SrcgradError,
                      WrtError)
 from .frontend import parse_function
-from .ir import Graph, Var, iter_vars, unsound_uses
-from .lower import SCALAR, lower, staging
+from .ir import SCALAR, Graph, Var, iter_vars, referenced, subst, unsound_uses
+from .lower import lower
+from .staging import staging
 from .optimize import optimize
 from .reverse import reverse
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "hvp", "hessian", "jacobian", "show",
            "clear_cache"]
 
-_LIVE: "weakref.WeakSet[_CompiledBase]" = weakref.WeakSet()
+_LIVE: "weakref.WeakSet[CompiledFunction]" = weakref.WeakSet()
 _CUPY_NAME = "cupy"
 
 
@@ -111,14 +112,15 @@ def _signature_text(tree: ast.FunctionDef) -> str:
     return ", ".join(parts)
 
 
-class _CompiledBase:
+class CompiledFunction:
     """A transformed function: compiled on first use, then called directly."""
 
     kind = "grad"
+    __srcgrad_transformed__ = True  # what the lowerer checks: it never inlines one
 
     def __init__(self, fun: Callable, wrt=0, has_aux: bool = False, argnums=None,
                  cache: bool = True, fuse: bool = True):
-        if isinstance(fun, _CompiledBase) and not isinstance(self, NestedGradFunction):
+        if isinstance(fun, CompiledFunction) and not isinstance(self, NestedGradFunction):
             raise TypeError(f"srcgrad.{self.kind} of an already transformed function is not "
                             "supported: only grad(grad(f)) nests")
         if not callable(fun):
@@ -695,7 +697,6 @@ def _copy_stacks(eqns):
     from runtime.ops.core import Primitive
 
     from .ir import Eqn
-    from .reverse import _referenced, _subst
 
     copy = Primitive("copy_list", list, meta=True, spell=lambda i, p, d: f"list({i[0]})")
 
@@ -725,12 +726,12 @@ def _copy_stacks(eqns):
 
     defined = defs(eqns)
     head, mapping = [], {}
-    for v in _referenced(eqns).values():
+    for v in referenced(eqns).values():
         if v.kind == "stack" and v.id not in defined:
             c = Var(v.hint, "stack")
             mapping[v.id] = c
             head.append(Eqn(copy, [v], [c], {}, None, "bwd"))
-    _subst(eqns, mapping)
+    subst(eqns, mapping)
     return head + eqns
 
 
@@ -751,13 +752,13 @@ def _bindable(fun, meta) -> "list | None":
         meta["guards"], fun, lambda d, kind: _guards.resolved_scope(d, kind, fun, found))
 
 
-class GradFunction(_CompiledBase):
+class GradFunction(CompiledFunction):
     """`grad(f)`: returns the gradient of f's scalar output w.r.t. the `wrt` arguments."""
 
     kind = "grad"
 
 
-class ValueAndGradFunction(_CompiledBase):
+class ValueAndGradFunction(CompiledFunction):
     """`value_and_grad(f)`: returns (f(...), grad); with has_aux ((value, aux), grad)."""
 
     kind = "value_and_grad"
@@ -771,7 +772,7 @@ class ValueAndGradFunction(_CompiledBase):
         return True, {v.id for v in iter_vars(returns[0])}
 
 
-class VJPFunction(_CompiledBase):
+class VJPFunction(CompiledFunction):
     """`vjp` compiled: returns (out, pullback); pullback(cotangent) gives the gradients."""
 
     kind = "vjp"
@@ -834,7 +835,7 @@ def _bind(fun, args, kwargs) -> list:
     return list(ba.arguments.values())
 
 
-class JVPFunction(_CompiledBase):
+class JVPFunction(CompiledFunction):
     """Forward mode: `(primals..., tangents...) -> (out, tangent_out)` as generated code."""
 
     kind = "jvp"
@@ -913,7 +914,7 @@ class JVPFunction(_CompiledBase):
         return fc
 
 
-class HVPFunction(_CompiledBase):
+class HVPFunction(CompiledFunction):
     """`hvp(f)(x, v)`: the Hessian of scalar f times v, by forward mode over the gradient
     graph (no Hessian is formed)."""
 
@@ -958,7 +959,7 @@ class HVPFunction(_CompiledBase):
         return list(inspect.signature(self.fun).parameters)[self.wrt_index[0]]
 
 
-class NestedGradFunction(_CompiledBase):
+class NestedGradFunction(CompiledFunction):
     """`grad` of a transformed scalar-valued gradient (`grad(grad(f))`, to any order):
     forward mode over the inner gradient's graph, along each basis direction of the new
     `wrt` argument. Every inner gradient must be of a size-1 argument (its output must
@@ -966,7 +967,7 @@ class NestedGradFunction(_CompiledBase):
 
     kind = "grad"
 
-    def __init__(self, inner: "_CompiledBase", wrt=0, has_aux=False, argnums=None,
+    def __init__(self, inner: "CompiledFunction", wrt=0, has_aux=False, argnums=None,
                  cache=True):
         if has_aux or inner.has_aux or inner.wrt_tuple or inner.kind != "grad":
             raise TypeError("grad of a transformed function supports grad(grad(f)) with a "
@@ -1085,7 +1086,7 @@ def jvp(fun: Callable, primals, tangents):
     ts = [numpy.zeros_like(numpy.asarray(p, dtype=float)) if t is None else t
           for p, t in zip(primals, tangents)]
     for k, (p, t) in enumerate(zip(primals, ts)):
-        _same_shape(f"jvp: tangent {k}", t, f"its primal", p)
+        _same_shape(f"jvp: tangent {k}", t, "its primal", p)
     impl = f._ready()
     impl = f._gpu_impl(primals + tuple(ts), {}) or impl
     return impl(*primals, *ts)
@@ -1244,7 +1245,7 @@ def grad(fun: Callable | None = None, *, wrt: Any = 0, has_aux: bool = False,
     if fun is None:
         return functools.partial(grad, wrt=wrt, has_aux=has_aux, argnums=argnums, cache=cache,
                                  fuse=fuse)
-    if isinstance(fun, _CompiledBase):
+    if isinstance(fun, CompiledFunction):
         return NestedGradFunction(fun, wrt, has_aux, argnums, cache)
     return GradFunction(fun, wrt, has_aux, argnums, cache, fuse)
 
@@ -1273,7 +1274,7 @@ def vjp(fun: Callable, *primals, wrt: Any = 0):
 def show(f, mode: str = "grad", *, wrt: Any = 0, ir: bool = False, file=None) -> None:
     """Print the generated source (or with ir=True the graph) of a transformed function,
     or of `grad(f, wrt=wrt)` when given a plain function."""
-    if not isinstance(f, _CompiledBase):
+    if not isinstance(f, CompiledFunction):
         maker = {"grad": grad, "value_and_grad": value_and_grad, "vjp": VJPFunction,
                  "jvp": lambda f, wrt=0: JVPFunction(f),
                  "hvp": lambda f, wrt=0: HVPFunction(f, wrt)}.get(mode)

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from runtime import ops
 from runtime.ops import apply_jvp
+from runtime.ops.lists import LIST_ZEROS
 
-from .ir import Block, Eqn, Graph, Var
-from .lower import COND, POP, PUSH, Builder, staging
+from .ir import COND, POP, PUSH, Block, Eqn, Graph, Var, located_error
+from .staging import Builder, staging
 
 __all__ = ["jvp_graph"]
 
@@ -53,9 +54,8 @@ class _Forward:
                             isinstance(a, Var) and a.id in tan for a in e.ins) and \
                             not e.prim.declares_zero(e.ins, e.params):
                         # a tangent would be dropped without a word: refuse instead
-                        from .reverse import _located
 
-                        raise _located(TypeError(
+                        raise located_error(TypeError(
                             f"the operation {e.prim.name!r} has no forward-mode derivative, "
                             "but its input depends on the differentiated argument"), e)
                     continue
@@ -68,15 +68,13 @@ class _Forward:
                 try:
                     t = apply_jvp(e.prim, ts, o, e.ins, e.params)
                 except TypeError as err:
-                    from .reverse import _located
 
-                    raise _located(err, e) from None
+                    raise located_error(err, e) from None
                 if t is not None:
                     tan[o.id] = t
 
     def _zero(self, v):
         if isinstance(v, Var) and v.kind == "list":
-            from .lower import LIST_ZEROS
 
             self.b.hint = "t" + v.hint
             return self.b.stage(LIST_ZEROS, [v], {})

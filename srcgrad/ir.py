@@ -13,13 +13,20 @@ the emitted code stays shape-polymorphic.
 from __future__ import annotations
 
 import itertools
+import linecache
+import os
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from runtime.ops.core import Primitive, literal
 
+from .errors import SrcgradError
+
 __all__ = ["Var", "Eqn", "Graph", "Block", "Loc", "IRError", "free_vars", "iter_vars",
-           "unsound_uses"]
+           "unsound_uses", "referenced", "subst", "has_var", "located_error",
+           "StaticValueNeeded", "current_builder", "set_builder", "SCALAR",
+           "COND", "FOR", "WHILE", "NEWSTACK", "PUSH", "POP"]
 
 _ids = itertools.count()
 
@@ -38,9 +45,67 @@ class Loc:
     text: str  # the source line, stripped
 
     def short(self) -> str:
-        import os
-
         return f"{os.path.basename(self.filename)}:{self.lineno}"
+
+
+class StaticValueNeeded(Exception):
+    """Python needs a concrete value (a bool, an int, a length) of a run-time value."""
+
+    def __init__(self, what: str, var=None):
+        self.what = what
+        self.var = var
+        super().__init__(what)
+
+
+# The builder of this thread's compilation (srcgrad.staging.Builder): a primitive called with
+# a Var stages an equation into it. Compilations in other threads, and the tape, run beside
+# it untouched. It is set by `srcgrad.staging.staging`.
+_local = threading.local()
+
+
+def current_builder():
+    b = getattr(_local, "builder", None)
+    if b is None:
+        raise RuntimeError("a compiler value was used outside of compilation")
+    return b
+
+
+def set_builder(builder):
+    """Make `builder` (or None) this thread's builder; returns the previous one."""
+    prev = getattr(_local, "builder", None)
+    _local.builder = builder
+    return prev
+
+
+#: the shape class of values known to be 0-d
+SCALAR = ("scalar",)
+# control flow and the reverse pass's stacks (structured equations, see `Block`)
+COND = Primitive("cond", None, meta=True, structured=True)
+FOR = Primitive("for", None, meta=True, structured=True)
+WHILE = Primitive("while", None, meta=True, structured=True)
+NEWSTACK = Primitive("newstack", None, meta=True, structured=True)
+PUSH = Primitive("push", None, meta=True, structured=True)
+POP = Primitive("pop", None, meta=True, structured=True)
+
+
+def located_error(err: Exception, e: "Eqn") -> SrcgradError:
+    """A failure while transforming equation `e` (a custom op without a rule, say) as an
+    error at the user's line."""
+    if e.loc is None:
+        return SrcgradError(str(err))
+    return SrcgradError(f"{err} ({e.loc.short()})", e.loc.filename, e.loc.lineno, e.loc.col,
+                        linecache.getline(e.loc.filename, e.loc.lineno) or e.loc.text)
+
+
+def has_var(v) -> bool:
+    """Does this value (a Var, or a tuple, list or slice holding one) depend on run time?"""
+    if isinstance(v, Var):
+        return True
+    if isinstance(v, (tuple, list)):
+        return any(has_var(x) for x in v)
+    if isinstance(v, slice):
+        return has_var(v.start) or has_var(v.stop) or has_var(v.step)
+    return False
 
 
 def iter_vars(obj):
@@ -81,8 +146,6 @@ class Var:
     # The op set dispatches on this hook: a primitive called with a Var stages an equation.
     @staticmethod
     def __op_dispatch__(prim, args, params):
-        from .lower import current_builder
-
         return current_builder().stage(prim, args, params)
 
     # Operators and numpy functions on Vars stage primitives too, so code written for
@@ -179,8 +242,6 @@ class Var:
 
     # Python-level questions about a run-time value cannot be answered at compile time.
     def _static(self, what):
-        from .lower import StaticValueNeeded
-
         raise StaticValueNeeded(what, self)
 
     def __bool__(self):
@@ -247,6 +308,30 @@ class Block:
 
     def __repr__(self):
         return f"<block of {len(self.eqns)} eqns>"
+
+
+def referenced(eqns, outs=()) -> dict:
+    """id -> Var of every Var read by these equations (at any depth) or yielded."""
+    seen = {}
+    for e in eqns:
+        for v in e.ins:
+            if isinstance(v, Var):
+                seen.setdefault(v.id, v)
+        for b in e.blocks():
+            seen.update(referenced(b.eqns, b.outs))
+    for v in outs:
+        if isinstance(v, Var):
+            seen.setdefault(v.id, v)
+    return seen
+
+
+def subst(eqns, mapping: dict):
+    """Replace Vars (by id) in place, in these equations and their nested blocks."""
+    for e in eqns:
+        e.ins = [mapping.get(v.id, v) if isinstance(v, Var) else v for v in e.ins]
+        for b in e.blocks():
+            subst(b.eqns, mapping)
+            b.outs = [mapping.get(v.id, v) if isinstance(v, Var) else v for v in b.outs]
 
 
 def free_vars(e: "Eqn") -> list:

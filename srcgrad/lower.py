@@ -23,157 +23,28 @@ import inspect
 import math
 import numbers
 import operator
-import threading
 import types
 from typing import Any
 
 import numpy
 
 from runtime import ops
-from runtime.ops import core as opcore
-from runtime.ops.core import Primitive, call, fmt
+from runtime.ops.core import Primitive
+from runtime.ops.lists import LIST_APPEND, LIST_FROM, LIST_GET, STACK_LIST
 from runtime.ops.numpy_api import ATTRIBUTES, METHODS, NUMPY, UnsupportedArgument
 
 from .errors import (RecursiveCallError, SrcgradError, UnknownFunctionError,
                      UnsupportedSyntaxError)
 from .frontend import Source, lambda_as_def, parse_function
-from .ir import Block, Eqn, Graph, Loc, Var
-from .guards import Reads
+from .ir import COND, FOR, SCALAR, WHILE, Block, Graph, Loc, StaticValueNeeded, Var, has_var
+from .staging import INT, IS_NONE, LEN, Builder, staging
 from .scopes import Path, scope_of, self_scope
 from . import verbatim
 
 _MISSING = object()
 
-__all__ = ["Builder", "lower", "current_builder", "StaticValueNeeded", "staging"]
+__all__ = ["lower"]
 
-
-class StaticValueNeeded(Exception):
-    """Python needs a concrete value (a bool, an int, a length) of a run-time value."""
-
-    def __init__(self, what: str, var=None):
-        self.what = what
-        self.var = var
-        super().__init__(what)
-
-
-# ---- compiler-internal meta primitives (not part of the op set: no derivatives) --------------
-
-def _pack(*items):
-    return tuple(items)
-
-
-def _make_slice(start, stop, step):
-    return slice(start, stop, step)
-
-
-PACK = Primitive("pack", _pack, meta=True, spell=lambda i, p, d: (
-    f"({i[0]},)" if len(i) == 1 else f"({', '.join(i)})"))
-MAKE_SLICE = Primitive("make_slice", _make_slice, meta=True, spell=call("slice"))
-LEN = Primitive("len", len, meta=True, zero_grad=True, spell=call("len"))
-INT = Primitive("int", int, meta=True, spell=call("int"))
-CHECK_SCALAR = Primitive("check_scalar", None, meta=True, spell=call("check_scalar"))
-IS_NONE = Primitive("is_none", lambda v, negate=False: (v is None) != negate,
-                    differentiable=False, zero_grad=True,
-                    spell=lambda i, p, d: f"{i[0]} is {'not ' if p.get('negate') else ''}None")
-
-#: the shape class of values known to be 0-d
-SCALAR = ("scalar",)
-# control flow and the reverse pass's stacks (structured equations, see ir.Block)
-COND = Primitive("cond", None, meta=True, structured=True)
-FOR = Primitive("for", None, meta=True, structured=True)
-WHILE = Primitive("while", None, meta=True, structured=True)
-NEWSTACK = Primitive("newstack", None, meta=True, structured=True)
-PUSH = Primitive("push", None, meta=True, structured=True)
-POP = Primitive("pop", None, meta=True, structured=True)
-
-
-# Python lists that grow inside run-time loops or branches (`hs.append(h)`) become list
-# values; their cotangent is the cotangent of np.stack(hs) (an array, element k at [k]).
-def vjp_list_from(g, out, *items, index):
-    return ops.getitem(g, index)
-
-
-def vjp_list_append_item(g, out, lst, item, pos):
-    return ops.getitem(g, pos)
-
-
-def vjp_list_append_list(g, out, lst, item, pos):
-    return g
-
-
-def vjp_stack_list(g, out, lst, axis=0):
-    return g if axis == 0 else ops.moveaxis(g, source=axis, destination=0)
-
-
-def _list_append(lst, item, pos):
-    lst.append(item)
-    return lst
-
-
-LIST_FROM = Primitive("list_from", lambda *items: list(items), vjps=(vjp_list_from,),
-                      variadic=True, creator=True, spell=lambda i, p, d: f"[{', '.join(i)}]")
-LIST_APPEND = Primitive("list_append", _list_append,
-                        vjps=(vjp_list_append_list, vjp_list_append_item), nondiff=(2,),
-                        spell=lambda i, p, d: f"{i[0]}.append({i[1]})")
-LIST_ZEROS = Primitive("list_zeros", lambda lst: [numpy.zeros_like(e) for e in lst], meta=True,
-                       creator=True,
-                       spell=lambda i, p, d: f"[np.zeros_like(e) for e in {i[0]}]")
-
-
-def _list_get_grad(g, index, lst):
-    return ops.scatter_add(g, index, (len(lst),) + numpy.shape(g))
-
-
-# the cotangent of `lst` from `lst[index]`: that of np.stack(lst), zero but at [index]
-LIST_GET_GRAD = Primitive("list_get_grad", _list_get_grad, nondiff=(1, 2),
-                          vjps=(lambda ct, out, g, index, lst: ops.getitem(ct, index),),
-                          spell=lambda i, p, d: (
-                              f"scatter_add({i[0]}, {i[1]}, (len({i[2]}),) + np.shape({i[0]}))"))
-LIST_GET_GRAD.jvp = lambda tangents, out, g, index, lst: (
-    None if tangents[0] is None else LIST_GET_GRAD(tangents[0], index, lst))
-
-
-def vjp_list_get(g, out, lst, index):
-    return current_builder().stage(LIST_GET_GRAD, [g, index, lst], {})
-
-
-# `lst[i]` of a list known only at run time (grown in a run-time loop, or indexed with a
-# run-time i): the item itself, so it may share memory with what the list holds
-LIST_GET = Primitive("list_get", lambda lst, index: lst[index], vjps=(vjp_list_get,),
-                     nondiff=(1,), view=True, spell=lambda i, p, d: f"{i[0]}[{i[1]}]")
-LIST_GET.jvp = lambda tangents, out, lst, index: (
-    None if tangents[0] is None else LIST_GET(tangents[0], index))
-
-
-def jvp_list_from(tangents, out, *items):
-    return LIST_FROM(*[ops.zeros_like(x) if t is None else t
-                       for t, x in zip(tangents, items)])
-
-
-def jvp_list_append(tangents, out, lst, item, pos):
-    t_lst, t_item, _ = tangents
-    if t_lst is None:
-        t_lst = current_builder().stage(LIST_ZEROS, [lst], {})
-    if t_item is None:
-        t_item = ops.zeros_like(item)
-    return LIST_APPEND(t_lst, t_item, pos)
-
-
-def jvp_stack_list(tangents, out, lst, axis=0):
-    return STACK_LIST(tangents[0], axis=axis)
-
-
-STACK_LIST = Primitive("stack_list", None, vjps=(vjp_stack_list,), view=True,
-                       spell=lambda i, p, d: f"np.stack({i[0]}" + (
-                           f", axis={p['axis']!r})" if p.get("axis", 0) else ")"))
-
-LIST_FROM.jvp, LIST_APPEND.jvp, STACK_LIST.jvp = jvp_list_from, jvp_list_append, jvp_stack_list
-
-_SAME_SHAPE_ARG = {"sum_to": 1, "broadcast_to": 1, "reshape": 1, "scatter_add": 2}
-
-
-# results that may share memory with an input (views, or the input itself): an in-place
-# update of one would change the other
 _OPSYM = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**",
           ast.MatMult: "@", ast.FloorDiv: "//", ast.Mod: "%"}
 
@@ -189,317 +60,6 @@ def _containers(v):
         yield v
         for x in (v.values() if isinstance(v, dict) else v):
             yield from _containers(x)
-
-
-def _has_var(v) -> bool:
-    if isinstance(v, Var):
-        return True
-    if isinstance(v, (tuple, list)):
-        return any(_has_var(x) for x in v)
-    if isinstance(v, slice):
-        return _has_var(v.start) or _has_var(v.stop) or _has_var(v.step)
-    return False
-
-
-# ---- the builder: where staged primitive calls land -----------------------------------------
-
-# the builder of this thread's compilation: compilations in other threads, and the tape,
-# run beside it untouched
-_local = threading.local()
-
-
-def current_builder() -> "Builder":
-    b = getattr(_local, "builder", None)
-    if b is None:
-        raise RuntimeError("a compiler value was used outside of compilation")
-    return b
-
-
-class staging:
-    """Context: route every primitive call made by this thread to `builder`."""
-
-    def __init__(self, builder):
-        self.builder = builder
-
-    def __enter__(self):
-        self.prev_builder = getattr(_local, "builder", None)
-        _local.builder = self.builder
-        self.prev_stager = opcore.set_stager(self.builder.stage)
-        return self.builder
-
-    def __exit__(self, *exc):
-        opcore.set_stager(self.prev_stager)
-        _local.builder = self.prev_builder
-        return False
-
-
-class Builder:
-    """Collects equations. `loc`, `phase` and `hint` label what is staged next."""
-
-    def __init__(self):
-        self.eqns: list[Eqn] = []
-        self.loc: Loc | None = None
-        self.phase = "fwd"
-        self.hint = "t"
-        self.shape_source: dict[int, Var] = {}  # id of a `shape(v)` result -> v
-        self.named: set[int] = set()  # Vars bound to a user's variable name
-        # id of a staged result -> its primitive ("cond"/"loop" for a fresh region result)
-        self.made_by: dict[int, "Primitive | str"] = {}
-        self.inputs: set[int] = set()  # ids of the function's parameters
-        self.escaped: set[int] = set()  # ids of arrays put into run-time lists
-        # ids of values a statement run as written made: of unknown type (srcgrad.verbatim)
-        self.opaque: set[int] = set()
-        self.frozen: set[int] = set()  # ids of the containers the arguments came in
-        self.view_base: dict[int, Var] = {}  # id of a view op's result -> the array it views
-        self.carry_why: dict[int, str] = {}  # id of a loop carry -> what its start shares
-        self.reads = Reads()  # what the function reads from outside it (srcgrad.guards)
-        # id -> ids of the values it may share memory with directly: a view and what it
-        # views, a branch result and the values it may be (see `sharing`)
-        self.links: dict[int, set[int]] = {}
-
-    def link(self, a, b):
-        """Record that Vars `a` and `b` may share memory."""
-        self.links.setdefault(a.id, set()).add(b.id)
-        self.links.setdefault(b.id, set()).add(a.id)
-
-    def sharing(self, v) -> set:
-        """Ids of every value that may share memory with `v` (itself included)."""
-        seen, todo = {v.id}, [v.id]
-        while todo:
-            for o in self.links.get(todo.pop(), ()):
-                if o not in seen:
-                    seen.add(o)
-                    todo.append(o)
-        return seen
-
-    def shared_why(self, v) -> "str | None":
-        """What array `v` may share its memory with that an in-place update of it would
-        change behind srcgrad's back; None for a fresh array this function made."""
-        if v.id in self.inputs:
-            return "the caller's argument"
-        if v.const_name is not None:
-            return "a module-level array"
-        if v.id in self.escaped:
-            return "an item of a list"
-        made = self.made_by.get(v.id)
-        if made is None and v.id in self.carry_why:
-            return self.carry_why[v.id]
-        if made is None:
-            return "a value of unknown origin (a loop or branch result)"
-        if getattr(made, "view", False):  # declared by the op (runtime.ops.core.Primitive)
-            return f"the array it is a view of ({made.name})"
-        return None
-
-    def may_view(self, w, x) -> bool:
-        """May `w` (another value than `x`) share memory with array `x`, so that a write
-        into `x` shows through `w`? Follows views back to their base; a branch or loop
-        result of unknown origin may be anything."""
-        while True:
-            if w is x:
-                return True
-            if isinstance(w, numpy.ndarray):  # a constant srcgrad folded (or a view of one)
-                return isinstance(x, numpy.ndarray) and numpy.may_share_memory(w, x)
-            if not isinstance(w, Var) or w.kind != "array":
-                return False
-            if w.id in self.view_base:
-                w = self.view_base[w.id]
-                continue
-            return self.made_by.get(w.id) is None and w.id not in self.inputs and \
-                w.const_name is None
-
-    def push_block(self):
-        self._outer = getattr(self, "_outer", [])
-        self._outer.append(self.eqns)
-        self.eqns = []
-
-    def pop_block(self) -> list:
-        eqns, self.eqns = self.eqns, self._outer.pop()
-        return eqns
-
-    def structured(self, prim, ins, outs, params):
-        """Append a control-flow equation (cond, for, while, stack ops)."""
-        e = Eqn(prim, list(ins), list(outs), params, self.loc, self.phase)
-        self.eqns.append(e)
-        return e
-
-    def stage(self, prim: Primitive, args, params):
-        for k, v in params.items():
-            if _has_var(v):
-                raise StaticValueNeeded(f"the {k}= argument of {prim.name} (it must be a "
-                                        "constant at compile time)", v)
-        args = [self.reads.as_var(a) if type(a) is numpy.ndarray else a for a in args]
-        for i, a in enumerate(args):
-            if isinstance(a, (tuple, slice)) and _has_var(a):
-                args[i] = self.index_value(a)
-        if not any(isinstance(a, Var) for a in args) and not prim.creator and \
-                prim.pure:  # an impure op (random draws...) is called at every run
-            result = prim.impl(*args, **params)
-            if not isinstance(result, numpy.ndarray) or result.size <= 16:
-                return result  # constant folding
-        hint = f"{args[0].hint}_shape" if prim.name == "shape" and isinstance(args[0], Var) \
-            else self.hint
-        out = Var(hint, kind=self._kind(prim, args))
-        self._classes(prim, args, params, out)
-        self.eqns.append(Eqn(prim, args, [out], dict(params), self.loc, self.phase))
-        self.made_by[out.id] = prim
-        if prim.view:
-            for a in args:
-                if isinstance(a, Var) and a.kind == "array":
-                    self.link(out, a)
-        if getattr(prim, "view", False) and args and isinstance(args[0], (Var, numpy.ndarray)):
-            self.view_base[out.id] = args[0]
-        if prim is LIST_APPEND or prim is LIST_FROM:
-            self.escaped.update(a.id for a in args if isinstance(a, Var))
-        if prim.name == "shape" and isinstance(args[0], Var):
-            self.shape_source[out.id] = args[0]
-        return out
-
-    def index_value(self, idx):
-        """An index (tuple or slice) with run-time parts as a Var built by pack/make_slice."""
-        if isinstance(idx, slice):
-            if not _has_var(idx):
-                return idx
-            return self.stage(MAKE_SLICE, [idx.start, idx.stop, idx.step], {})
-        if isinstance(idx, tuple) and _has_var(idx):
-            return self.stage(PACK, [self.index_value(i) for i in idx], {})
-        return idx
-
-    @staticmethod
-    def _kind(prim, args):
-        if prim.name in ("list_from", "list_append", "list_zeros"):
-            return "list"
-        if prim.meta:
-            return "meta"
-        if prim.creator or any(isinstance(a, Var) and a.kind == "array"
-                                         for a in args):
-            return "array"
-        # arithmetic on shapes and ints (n // 2, x.shape[0]) stays meta; anything else made
-        # from them (broadcast_to(1.0, shape), reshape...) is an array
-        return "meta" if prim.elementwise or prim.name == "getitem" else "array"
-
-    def _classes(self, prim, args, params, out):
-        """Propagate same-shape / same-dtype facts (see ir.Var)."""
-        arrays = [a for a in args if isinstance(a, Var) and a.kind == "array"]
-        # operands that cannot change the shape of a broadcast: numbers, ints known only
-        # at run time (a list, say `x + hs`, is an array with one more axis)
-        others_scalar = all((isinstance(a, Var) and a.kind == "meta") or
-                            isinstance(a, numbers.Number) or a is None
-                            for a in args if not (isinstance(a, Var) and a.kind == "array"))
-        name = prim.name
-        if name in _SAME_SHAPE_ARG:
-            src = args[_SAME_SHAPE_ARG[name]]
-            if isinstance(src, Var) and src.id in self.shape_source:
-                out.sclass = self.shape_source[src.id].sclass
-            x = args[0]
-            if isinstance(x, Var) and (name != "sum_to" or floating_dclass(x.dclass)):
-                out.dclass = x.dclass  # (a sum of int8s is an int64)
-            elif type(x) is float:
-                out.dclass = ("f", out.id)  # np.broadcast_to(1.0, s): float64
-            return
-        if name in ("zeros_like", "ones_like") and arrays:
-            out.sclass, out.dclass = arrays[0].sclass, arrays[0].dclass
-            return
-        if name == "cast_like" and len(arrays) == 2:
-            out.sclass, out.dclass = args[0].sclass, args[1].dclass
-            return
-        if prim.elementwise and arrays and others_scalar:
-            if len({a.sclass for a in arrays}) == 1:
-                out.sclass = arrays[0].sclass
-            out.dclass = _elementwise_dclass(prim, args, out)
-            return
-        if name in ("sum", "mean", "max", "min", "prod", "var", "std", "logsumexp") and \
-                params.get("axis") is None and not params.get("keepdims"):
-            out.sclass = SCALAR  # a full reduction: a 0-d result at every call
-        if name == "getitem" and arrays and isinstance(args[0], Var):
-            key = _slice_shape_key(args[1])
-            if key is not None:  # x[1:] and x[:-1] have one shape, whatever x's is
-                out.sclass = ("slice", args[0].sclass, key)
-        if name in _REDUCTIONS | _MOVEMENTS and arrays:
-            d = arrays[0].dclass
-            if len({a.dclass for a in arrays}) != 1:
-                pass
-            elif name in _MOVEMENTS or name in ("max", "min") or floating_dclass(d):
-                out.dclass = d
-            elif name in ("mean", "var", "std", "logsumexp"):
-                out.dclass = ("f", out.id)  # float64 for integers
-            return
-        if name.endswith(("_grad_a", "_grad_b")) and len(arrays) == 3:
-            like = args[1] if name.endswith("_grad_a") else args[2]
-            out.sclass = like.sclass
-        if name.startswith(("matmul", "dot", "inner", "outer", "tensordot")) and arrays:
-            if len({a.dclass for a in arrays}) == 1:
-                out.dclass = arrays[0].dclass
-
-
-_REDUCTIONS = {"sum", "mean", "max", "min", "prod", "var", "std", "logsumexp", "trace"}
-#: ops that move or select elements: the result has the operands' dtype
-_MOVEMENTS = {"transpose", "swapaxes", "moveaxis", "expand_dims", "squeeze", "flip", "getitem",
-              "concatenate", "stack"}
-#: elementwise ops whose result has the dtype of their (same-dtype) array operands whatever
-#: it is, when no scalar operand can promote it (bool + 1 is an int64 array)
-_KEEPS_DTYPE = {"add", "subtract", "multiply", "negative", "absolute", "maximum", "minimum",
-                "where", "clip", "sign", "square"}
-#: elementwise ops whose result is floating whatever their operands are (an int array's
-#: sine is float64, an int8 array's float16)
-_FLOAT_RESULT = {"divide", "sqrt", "exp", "log", "log1p", "expm1", "sin", "cos", "tan", "sinh",
-                 "cosh", "tanh", "arcsin", "arccos", "arctan", "sigmoid", "softplus"}
-
-
-def floating_dclass(dclass) -> bool:
-    """Whether values of this dtype class are known to be floating point: made by an op
-    with a floating result, or the fast path's `wrt` arguments (float arrays by guard)."""
-    return dclass == ("same",) or dclass[0] == "f"
-
-
-def _elementwise_dclass(prim, args, out):
-    """The dtype class of an elementwise result. The operands' class only when numpy keeps
-    that dtype: a floating dtype with Python scalars (weak, NEP 50), or any dtype for ops
-    that keep it with no scalar in the way; `2 * n` for an int array n is an int array but
-    `n / 3` is float64, so claiming n's class would let codegen write `n /= 3`."""
-    if not prim.differentiable:
-        return ("bool",)
-    operands = args[1:] if prim.name == "where" else args  # where's condition: no dtype
-    data = [a for a in operands if isinstance(a, Var) and a.kind == "array"]
-    scalars = [a for a in operands if not (isinstance(a, Var) and a.kind == "array")]
-    if data and len({a.dclass for a in data}) == 1:
-        d = data[0].dclass
-        weak = all(type(a) in (int, float, bool) or (isinstance(a, Var) and a.kind == "meta")
-                   for a in scalars)
-        if weak and floating_dclass(d):
-            return d
-        if not scalars and prim.name in _KEEPS_DTYPE:
-            return d
-    if prim.name in _FLOAT_RESULT or any(
-            type(a) is float or (isinstance(a, Var) and a.kind == "array" and
-                                 floating_dclass(a.dclass)) for a in operands):
-        # floating (numpy promotes anything with a float to a float), of a dtype numpy
-        # picks from the operands'
-        return ("f", out.id)
-    return out.dclass
-
-
-def _slice_shape_key(idx):
-    """A key equal for constant basic indices that give the same shape from any array
-    (None when not sure): per axis, slice(k, None) and slice(None, -k) both keep n - k
-    elements, slice(None) keeps n; an int drops the axis. Other forms get no key."""
-    items = idx if isinstance(idx, tuple) else (idx,)
-    key = []
-    for it in items:
-        if isinstance(it, (int, numpy.integer)) and not isinstance(it, bool):
-            key.append("drop")
-        elif isinstance(it, slice) and it.step in (None, 1):
-            a, b = it.start, it.stop
-            if a is None and b is None:
-                key.append(("n", 0))
-            elif isinstance(a, int) and a >= 0 and b is None:
-                key.append(("n", -a))
-            elif a is None and isinstance(b, int) and b < 0:
-                key.append(("n", b))
-            else:
-                return None
-        else:
-            return None
-    return tuple(key)
 
 
 # ---- values the lowerer handles besides Vars and constants ----------------------------------
@@ -939,7 +499,7 @@ class Lowerer:
                 self.b.reads.path_of(root) is not None:
             return None
         key = self.index(t.slice)
-        if _has_var(key) or (type(root) is list and not isinstance(key, int)):
+        if has_var(key) or (type(root) is list and not isinstance(key, int)):
             return None
         if type(root) is dict:
             try:
@@ -1170,7 +730,7 @@ class Lowerer:
 
     def stmt_If(self, node, cont=()):
         test = self.expr(node.test)
-        if not _has_var(test):
+        if not has_var(test):
             self.run_body(list(node.body if test else node.orelse) + list(cont))
             return
         escapes = _escapes(node)
@@ -1363,13 +923,13 @@ class Lowerer:
                 p = self.plan(it.args[0])
                 start = self.expr(it.args[1]) if len(it.args) == 2 else 0
                 if isinstance(p, list):
-                    return [(k + start, v) for k, v in enumerate(p)] if not _has_var(start) \
+                    return [(k + start, v) for k, v in enumerate(p)] if not has_var(start) \
                         else None
                 if p.reverse:
                     raise self.unsupported("enumerate(reversed(...)) is", it)
                 item = p.item
                 return _Plan(p.start, p.stop, p.step, lambda i: (
-                    ops.add(ops.subtract(i, p.start), start) if _has_var(p.start) or p.start
+                    ops.add(ops.subtract(i, p.start), start) if has_var(p.start) or p.start
                     else (ops.add(i, start) if start else i), item(i)), hint="k")
             if f is builtins.zip and it.args:
                 ps = [self.plan(a) for a in it.args]
@@ -1381,7 +941,7 @@ class Lowerer:
                                            "range(n)) is", it)
                 stop = ps[0].stop
                 for p in ps[1:]:
-                    stop = ops.minimum(stop, p.stop) if _has_var(stop) or _has_var(p.stop) \
+                    stop = ops.minimum(stop, p.stop) if has_var(stop) or has_var(p.stop) \
                         else min(stop, p.stop)
                 return _Plan(0, stop, 1, lambda i: tuple(p.item(i) for p in ps))
         v = self.expr(it)
@@ -1718,7 +1278,7 @@ class Lowerer:
             if i == len(gens):
                 if is_dict:
                     k = self.expr(node.key)
-                    if _has_var(k):
+                    if has_var(k):
                         raise self.error("a dict comprehension's keys must be known at "
                                          "compile time (strings, numbers)", node.key,
                                          UnsupportedSyntaxError)
@@ -1745,7 +1305,7 @@ class Lowerer:
                 keep = True
                 for c in gen.ifs:
                     test = self.expr(c)
-                    if _has_var(test):
+                    if has_var(test):
                         raise _NotStatic()
                     if not test:
                         keep = False
@@ -1814,7 +1374,7 @@ class Lowerer:
         if entry is None:
             raise self.unsupported(f"the operator {type(op).__name__} is", node)
         prim, pyop = entry
-        if not _has_var(a) and not _has_var(b):
+        if not has_var(a) and not has_var(b):
             return pyop(a, b)
         if isinstance(a, list) or isinstance(b, list) or isinstance(a, tuple) or \
                 isinstance(b, tuple):
@@ -1826,13 +1386,13 @@ class Lowerer:
     def expr_UnaryOp(self, node):
         v = self.expr(node.operand)
         if isinstance(node.op, ast.USub):
-            return ops.negative(v) if _has_var(v) else -v
+            return ops.negative(v) if has_var(v) else -v
         if isinstance(node.op, ast.UAdd):
             return v
         if isinstance(node.op, ast.Not):
-            return ops.logical_not(v) if _has_var(v) else not v
+            return ops.logical_not(v) if has_var(v) else not v
         if isinstance(node.op, ast.Invert):
-            return ops.logical_not(v) if _has_var(v) else ~v
+            return ops.logical_not(v) if has_var(v) else ~v
         raise self.unsupported(f"the operator {type(node.op).__name__} is", node)
 
     def expr_Compare(self, node):
@@ -1848,7 +1408,7 @@ class Lowerer:
                 v = left if isinstance(left, Var) else right
                 r = self.b.stage(IS_NONE, [v], {"negate": isinstance(op, ast.IsNot)})
             elif entry is None:
-                if _has_var(left) or _has_var(right):
+                if has_var(left) or has_var(right):
                     raise self.unsupported(f"the comparison {type(op).__name__} on run-time "
                                            "values is", node)
                 r = {ast.Is: operator.is_, ast.IsNot: operator.is_not,
@@ -1856,11 +1416,11 @@ class Lowerer:
                      ast.NotIn: lambda a, b: a not in b}[type(op)](left, right)
             else:
                 prim, pyop = entry
-                r = prim(left, right) if (_has_var(left) or _has_var(right)) \
+                r = prim(left, right) if (has_var(left) or has_var(right)) \
                     else pyop(left, right)
             if result is None:
                 result = r
-            elif _has_var(result) or _has_var(r):
+            elif has_var(result) or has_var(r):
                 result = ops.logical_and(result, r)
             else:
                 result = result and r
@@ -1877,7 +1437,7 @@ class Lowerer:
         first = self.expr(values[0])
         if len(values) == 1:
             return first
-        if not _has_var(first):
+        if not has_var(first):
             if bool(first) != is_and:  # `and` stops at a falsy value, `or` at a truthy one
                 return first
             return self._boolop(is_and, values[1:], node)
@@ -1892,7 +1452,7 @@ class Lowerer:
 
     def expr_IfExp(self, node):
         test = self.expr(node.test)
-        if not _has_var(test):
+        if not has_var(test):
             return self.expr(node.body if test else node.orelse)
         return self.select(test, lambda: self.expr(node.body), lambda: self.expr(node.orelse),
                            node)
@@ -1975,7 +1535,7 @@ class Lowerer:
                                  "compiled when the function is called with one)", node,
                                  UnsupportedSyntaxError)
             return ops.getitem(obj, idx)
-        if _has_var(idx):
+        if has_var(idx):
             if isinstance(obj, (tuple, list)) and isinstance(idx, Var) and obj:
                 items = [self.b.reads.as_var(v) if type(v) is numpy.ndarray else v
                          for v in obj]
@@ -2017,7 +1577,7 @@ class Lowerer:
             return tuple(self.index(e) for e in node.elts)
         v = self.expr(node)
         if isinstance(v, list):
-            if _has_var(v):
+            if has_var(v):
                 raise self.error("a list of run-time values as an index is not supported; "
                                  "use an integer array", node, UnsupportedSyntaxError)
             return numpy.asarray(v) if v else v
@@ -2032,7 +1592,7 @@ class Lowerer:
         for a in node.args:
             if isinstance(a, ast.Starred):
                 v = self.expr(a.value)
-                if _has_var(v) and isinstance(v, Var):
+                if has_var(v) and isinstance(v, Var):
                     raise self.unsupported("unpacking a run-time array with * is", a)
                 args.extend(v)
             else:
@@ -2067,7 +1627,7 @@ class Lowerer:
         if isinstance(f, _LocalFunction):
             return self.inline_local(f, args, kwargs, node)
         if hashable and f in _MATH:
-            if not any(_has_var(a) for a in args):
+            if not any(has_var(a) for a in args):
                 return f(*args)
             # math functions take Python numbers: an array of one or more dimensions is
             # refused at run time, as Python refuses it
@@ -2086,7 +1646,7 @@ class Lowerer:
             return len(v)
         if f in (builtins.float, builtins.int, builtins.bool):
             (v,) = args
-            if not _has_var(v):
+            if not has_var(v):
                 return f(v)
             if f is builtins.int and isinstance(v, Var) and v.kind in ("meta", "array"):
                 # (of a value the derivative flows through, refused by check_sound if the
@@ -2104,15 +1664,15 @@ class Lowerer:
             raise StaticValueNeeded(f"{f.__name__}() of a run-time value")
         if f is builtins.abs:
             (v,) = args
-            return ops.absolute(v) if _has_var(v) else abs(v)
+            return ops.absolute(v) if has_var(v) else abs(v)
         if f is builtins.pow:
-            return ops.power(*args) if any(_has_var(a) for a in args) else pow(*args)
+            return ops.power(*args) if any(has_var(a) for a in args) else pow(*args)
         if f in (builtins.min, builtins.max):
             if len(args) == 1 and isinstance(args[0], Var) and args[0].kind == "array" and \
                     not kwargs:  # the largest item along the first axis (of a 1-d array)
                 return (ops.min if f is builtins.min else ops.max)(args[0], axis=0)
             items = list(args[0]) if len(args) == 1 else list(args)
-            if not any(_has_var(v) for v in items):
+            if not any(has_var(v) for v in items):
                 return f(items, **kwargs)
             prim = ops.minimum if f is builtins.min else ops.maximum
             out = items[0]
@@ -2131,11 +1691,11 @@ class Lowerer:
             items = list(args[0])
             out = args[1] if len(args) > 1 else 0
             for v in items:
-                out = ops.add(out, v) if (_has_var(out) or _has_var(v)) else out + v
+                out = ops.add(out, v) if (has_var(out) or has_var(v)) else out + v
             return out
         if f in (builtins.range, builtins.tuple, builtins.list, builtins.zip,
                  builtins.enumerate, builtins.reversed, builtins.isinstance):
-            if any(_has_var(a) for a in args):
+            if any(has_var(a) for a in args):
                 raise StaticValueNeeded(f"the arguments of {f.__name__}()")
             return f(*args, **kwargs)
         if isinstance(f, types.BuiltinMethodType) and isinstance(getattr(f, "__self__", None),
@@ -2147,7 +1707,7 @@ class Lowerer:
                 f.__name__ in ("get", "keys", "values", "items"):
             d = f.__self__  # reading a dict: a structured argument's or the function's own
             if f.__name__ == "get" and not kwargs and 1 <= len(args) <= 2 and \
-                    not _has_var(args[0]):
+                    not has_var(args[0]):
                 if args[0] in d:  # as d[key]: an array of a global dict is read at run time
                     return self.b.reads.item(d, args[0], d[args[0]])
                 return args[1] if len(args) == 2 else None
@@ -2187,10 +1747,6 @@ class Lowerer:
                              "(rewrite it as a loop)", node, RecursiveCallError)
 
     def inline(self, f, args, kwargs, node):
-        from .api import _CompiledBase
-
-        if isinstance(f, _CompiledBase):
-            f = f.fun
         self._check_recursion(f.__code__, f.__name__, node)
         src = parse_function(f)
         if f.__defaults__ or f.__kwdefaults__:  # the defaults it is inlined with
@@ -2274,9 +1830,9 @@ def _lowerable(f) -> bool:
 
 
 def _is_transformed(f) -> bool:
-    from .api import _CompiledBase
-
-    return isinstance(f, _CompiledBase)
+    """A function srcgrad transformed (srcgrad.api.CompiledFunction): a call of it is no
+    call of the Python function it wraps, so it is never inlined."""
+    return getattr(type(f), "__srcgrad_transformed__", False)
 
 
 def _hashable(f) -> bool:

@@ -22,8 +22,8 @@ import numpy
 from runtime import ops
 from runtime.ops.core import literal
 
-from .ir import Eqn, Graph, Var, iter_vars
-from .lower import SCALAR
+from .ir import SCALAR, Eqn, Graph, Var, iter_vars
+from .staging import Builder, staging
 
 __all__ = ["optimize", "PASSES"]
 
@@ -228,7 +228,6 @@ class _Run:
         self.subst: dict[int, object] = {}
         self.changed = False
         self.shape_alias: dict[int, Var] = _state.shape_alias
-        from .lower import Builder
 
         self.shape_source: dict[int, Var] = {}
         self.facts = Builder()  # only its shape/dtype class rules are used
@@ -332,7 +331,6 @@ class _Run:
 
     def simplify(self, e: Eqn, ctx: _Ctx):
         """(equations staged, replacement value or _KEEP) of `_simplify` on e."""
-        from .lower import Builder, staging
 
         scratch = Builder()
         scratch.loc, scratch.phase, scratch.hint = e.loc, e.phase, e.outs[0].hint

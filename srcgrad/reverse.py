@@ -21,8 +21,9 @@ from __future__ import annotations
 from runtime import ops
 from runtime.ops import apply_vjp
 
-from .ir import Block, Eqn, Graph, Var
-from .lower import COND, FOR, NEWSTACK, POP, PUSH, Builder, staging
+from .ir import (COND, FOR, NEWSTACK, POP, PUSH, Block, Eqn, Graph, Var, located_error,
+                 referenced, subst)
+from .staging import Builder, staging
 
 __all__ = ["activity", "reverse"]
 
@@ -72,30 +73,6 @@ def _defined(eqns) -> dict:
     return {o.id: o for e in eqns for o in e.outs}
 
 
-def _referenced(eqns, outs=()) -> dict:
-    """id -> Var of every Var read by these equations (at any depth) or yielded."""
-    seen = {}
-    for e in eqns:
-        for v in e.ins:
-            if isinstance(v, Var):
-                seen.setdefault(v.id, v)
-        for b in e.blocks():
-            seen.update(_referenced(b.eqns, b.outs))
-    for v in outs:
-        if isinstance(v, Var):
-            seen.setdefault(v.id, v)
-    return seen
-
-
-def _subst(eqns, mapping: dict):
-    """Replace Vars (by id) in place, in these equations and their nested blocks."""
-    for e in eqns:
-        e.ins = [mapping.get(v.id, v) if isinstance(v, Var) else v for v in e.ins]
-        for b in e.blocks():
-            _subst(b.eqns, mapping)
-            b.outs = [mapping.get(v.id, v) if isinstance(v, Var) else v for v in b.outs]
-
-
 class _Reverser:
     def __init__(self, b: Builder, active: set):
         self.b = b
@@ -142,7 +119,7 @@ class _Reverser:
             try:
                 ct = apply_vjp(e.prim, g, o, e.ins, e.params, only)[i]
             except TypeError as err:
-                raise _located(err, e) from None
+                raise located_error(err, e) from None
             if ct is not None:
                 _add(cts, a, ct)
                 _name_last(b, cts[a.id], a)
@@ -169,7 +146,7 @@ class _Reverser:
         keys: dict[int, Var] = {}
         everything = {}
         for blk in branches:
-            everything.update(_referenced(blk.eqns, blk.outs))
+            everything.update(referenced(blk.eqns, blk.outs))
         for _, local in staged:
             for k in local:
                 keys.setdefault(k, _lookup(everything, k))
@@ -203,7 +180,7 @@ class _Reverser:
             blk = e.params["then" if side == 0 else "else"]
             other = e.params["else" if side == 0 else "then"]
             inner = _defined(blk.eqns)
-            used = _referenced(eqns)
+            used = referenced(eqns)
             shape_only = _shape_only_uses(eqns, ())
             mapping = {}
             for vid, v in used.items():
@@ -228,7 +205,7 @@ class _Reverser:
                     mapping[vid] = out
                 e.outs.append(out)
                 other.outs.append(None)
-            _subst(eqns, mapping)
+            subst(eqns, mapping)
 
     # -- loops ----------------------------------------------------------------------------------
 
@@ -266,7 +243,7 @@ class _Reverser:
                     ct = ops.zeros_like(carry[k])
                 nexts.append(ct)
             outer_ids = [vid for vid in local]
-            refs = _referenced(body.eqns, body.outs)
+            refs = referenced(body.eqns, body.outs)
             outer = [_lookup(refs, vid) for vid in outer_ids]
             accs = {}
             for vid, v in zip(outer_ids, outer):
@@ -277,7 +254,7 @@ class _Reverser:
         adj_eqns = b.pop_block()
         # 2. what the adjoint body reads from the forward iteration: save it on a stack
         fwd_body = _defined(body.eqns)
-        reads = _referenced(adj_eqns, nexts)
+        reads = referenced(adj_eqns, nexts)
         at_start = [v for v in carry if v.id in reads]
         if counted and index is not None and index.id in reads:
             at_start.append(index)
@@ -308,7 +285,7 @@ class _Reverser:
                         group[j] = s_var
                         for shape_eqn in shape_only[v.id]:
                             mapping_shape[shape_eqn.outs[0].id] = s_var
-            _subst(adj_eqns, mapping_shape)  # once: a pass per value would be quadratic
+            subst(adj_eqns, mapping_shape)  # once: a pass per value would be quadratic
             b.pop_block()
             b.phase = "bwd"
         start_ids = {v.id for v in at_start}
@@ -345,7 +322,7 @@ class _Reverser:
             mapping[q.outs[0].id] = again
             pops.append(Eqn(q.prim, [q.ins[0], rev_index], [again], dict(q.params), q.loc,
                             "bwd"))
-        _subst(adj_eqns, mapping)
+        subst(adj_eqns, mapping)
         nexts = [mapping.get(v.id, v) if isinstance(v, Var) else v for v in nexts]
         # 3. the adjoint loop
         b.loc = e.loc
@@ -388,18 +365,6 @@ class _Reverser:
                     b.hint = "d" + i.hint
                     _add(cts, i, o)
         return stack_eqn
-
-
-def _located(err: Exception, e: Eqn):
-    """A rule's failure (a custom op without a rule, say) as an error at the user's line."""
-    from .errors import SrcgradError
-
-    if e.loc is None:
-        return SrcgradError(str(err))
-    import linecache
-
-    return SrcgradError(f"{err} ({e.loc.short()})", e.loc.filename, e.loc.lineno, e.loc.col,
-                        linecache.getline(e.loc.filename, e.loc.lineno) or e.loc.text)
 
 
 def _shape_only_uses(eqns, outs) -> dict:

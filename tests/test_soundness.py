@@ -13,7 +13,8 @@ import pytest
 import srcgrad
 from runtime.ops import PRIMITIVES
 from srcgrad.errors import NotDifferentiableError, OutputTypeError, SrcgradError
-from srcgrad.lower import LIST_APPEND, LIST_FROM, LEN, STACK_LIST, INT, MAKE_SLICE, PACK
+from runtime.ops.lists import LIST_APPEND, LIST_FROM, STACK_LIST
+from srcgrad.staging import INT, LEN, MAKE_SLICE, PACK
 
 from compiler_helpers import check_grad, finite_differences
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ..backend import get_xp
 from .core import call, defop
-from .shapes import _sum_to
+from .shapes import sum_to_impl
 
 __all__ = ["matmul", "dot", "inner", "outer", "tensordot", "trace", "kron", "cross", "einsum",
            "einsum_grad", "inv", "det", "logabsdet", "slogdet_sign", "solve", "cholesky",
@@ -79,7 +79,7 @@ def _matmul_grad_a(g, a, b):
         r = xp.matmul(b, g[..., None])[..., 0]
     else:
         r = xp.matmul(g, xp.swapaxes(b, -1, -2))
-    return _sum_to(r, a.shape)
+    return sum_to_impl(r, a.shape)
 
 
 def _matmul_grad_b(g, a, b):
@@ -95,7 +95,7 @@ def _matmul_grad_b(g, a, b):
         r = xp.matmul(xp.swapaxes(a, -1, -2), g[..., None])[..., 0]
     else:
         r = xp.matmul(xp.swapaxes(a, -1, -2), g)
-    return _sum_to(r, b.shape)
+    return sum_to_impl(r, b.shape)
 
 
 matmul, matmul_grad_a, matmul_grad_b = _bilinear(
@@ -157,7 +157,7 @@ def _dot_axes(a, b):
 
 
 def _scalar_grad(g, other, like):
-    return _sum_to(g * other, like.shape if hasattr(like, "shape") else ())
+    return sum_to_impl(g * other, like.shape if hasattr(like, "shape") else ())
 
 
 def _dot(a, b):
@@ -379,9 +379,9 @@ def _einsum_grad(g, *operands, subscripts, wrt, optimize=False):
         grids = xp.indices(full.shape, sparse=True)
         pos = {c: i for i, c in enumerate(letters)}
         res[tuple(grids[pos[c]] for c in mine)] = full
-        return _sum_to(res, tshape)
+        return sum_to_impl(res, tshape)
     perm = [letters.index(c) for c in mine]
-    return _sum_to(xp.transpose(res, perm), tshape)
+    return sum_to_impl(xp.transpose(res, perm), tshape)
 
 
 def vjp_einsum(g, out, *operands, index, subscripts, optimize=False):

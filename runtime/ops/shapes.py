@@ -163,7 +163,7 @@ def _xp_fn(name):
     return impl
 
 
-def _sum_to(x, newshape):
+def sum_to_impl(x, newshape):
     """Sum `x` down to `newshape` (the reverse of broadcasting)."""
     xs = getattr(x, "shape", None)
     if xs == newshape:  # the common case first: nothing to do
@@ -298,7 +298,7 @@ squeeze = defop("squeeze", _xp_fn("squeeze"), vjp_squeeze, view=True, reads_inpu
                 spell=call("np.squeeze"), defaults=dict(axis=None))
 broadcast_to = defop("broadcast_to", _xp_fn("broadcast_to"), vjp_broadcast_to, nondiff=(1,),
                      view=True, reads_inputs=False, spell=call("np.broadcast_to"))
-sum_to = defop("sum_to", _sum_to, vjp_sum_to, nondiff=(1,), view=True, reads_inputs=False,
+sum_to = defop("sum_to", sum_to_impl, vjp_sum_to, nondiff=(1,), view=True, reads_inputs=False,
                spell=call("sum_to"), doc="sum down to a shape: the reverse of broadcasting")
 concatenate = defop("concatenate", _concatenate, vjp_concatenate, variadic=True,
                     reads_inputs=False, defaults=dict(axis=0))

@@ -1,0 +1,338 @@
+"""Staging: where primitive calls land while the compiler builds IR.
+
+`Builder` collects equations. While a `staging(builder)` context is active in a thread,
+every primitive called by that thread (by the lowerer, by a VJP or JVP rule, by an
+optimizer pass) is handed to `Builder.stage`, which folds it when all inputs are
+constants, or appends an equation and labels its result with what is known about it: its
+kind (array, meta, list), its shape and dtype classes (see `ir.Var`), which values it may
+share memory with. Input: primitive calls. Output: a list of `ir.Eqn`.
+
+The compiler's own meta primitives (pack, make_slice, len, int, is_none) are declared
+here; control-flow primitives are in `ir`, list primitives in `runtime.ops.lists`.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy
+
+from runtime.ops import core as opcore
+from runtime.ops.core import Primitive, call
+from runtime.ops.lists import LIST_APPEND, LIST_FROM
+
+from .guards import Reads
+from .ir import SCALAR, Eqn, Loc, StaticValueNeeded, Var, has_var, set_builder
+
+__all__ = ["Builder", "staging", "floating_dclass", "PACK", "MAKE_SLICE", "LEN", "INT",
+           "CHECK_SCALAR", "IS_NONE"]
+
+
+# ---- compiler-internal meta primitives (not part of the op set: no derivatives) --------------
+
+def _pack(*items):
+    return tuple(items)
+
+
+def _make_slice(start, stop, step):
+    return slice(start, stop, step)
+
+
+PACK = Primitive("pack", _pack, meta=True, spell=lambda i, p, d: (
+    f"({i[0]},)" if len(i) == 1 else f"({', '.join(i)})"))
+MAKE_SLICE = Primitive("make_slice", _make_slice, meta=True, spell=call("slice"))
+LEN = Primitive("len", len, meta=True, zero_grad=True, spell=call("len"))
+INT = Primitive("int", int, meta=True, spell=call("int"))
+CHECK_SCALAR = Primitive("check_scalar", None, meta=True, spell=call("check_scalar"))
+IS_NONE = Primitive("is_none", lambda v, negate=False: (v is None) != negate,
+                    differentiable=False, zero_grad=True,
+                    spell=lambda i, p, d: f"{i[0]} is {'not ' if p.get('negate') else ''}None")
+
+
+class staging:
+    """Context: route every primitive call made by this thread to `builder`."""
+
+    def __init__(self, builder):
+        self.builder = builder
+
+    def __enter__(self):
+        self.prev_builder = set_builder(self.builder)
+        self.prev_stager = opcore.set_stager(self.builder.stage)
+        return self.builder
+
+    def __exit__(self, *exc):
+        opcore.set_stager(self.prev_stager)
+        set_builder(self.prev_builder)
+        return False
+
+
+class Builder:
+    """Collects equations. `loc`, `phase` and `hint` label what is staged next."""
+
+    def __init__(self):
+        self.eqns: list[Eqn] = []
+        self.loc: Loc | None = None
+        self.phase = "fwd"
+        self.hint = "t"
+        self.shape_source: dict[int, Var] = {}  # id of a `shape(v)` result -> v
+        self.named: set[int] = set()  # Vars bound to a user's variable name
+        # id of a staged result -> its primitive ("cond"/"loop" for a fresh region result)
+        self.made_by: dict[int, "Primitive | str"] = {}
+        self.inputs: set[int] = set()  # ids of the function's parameters
+        self.escaped: set[int] = set()  # ids of arrays put into run-time lists
+        # ids of values a statement run as written made: of unknown type (srcgrad.verbatim)
+        self.opaque: set[int] = set()
+        self.frozen: set[int] = set()  # ids of the containers the arguments came in
+        self.view_base: dict[int, Var] = {}  # id of a view op's result -> the array it views
+        self.carry_why: dict[int, str] = {}  # id of a loop carry -> what its start shares
+        self.reads = Reads()  # what the function reads from outside it (srcgrad.guards)
+        # id -> ids of the values it may share memory with directly: a view and what it
+        # views, a branch result and the values it may be (see `sharing`)
+        self.links: dict[int, set[int]] = {}
+
+    def link(self, a, b):
+        """Record that Vars `a` and `b` may share memory."""
+        self.links.setdefault(a.id, set()).add(b.id)
+        self.links.setdefault(b.id, set()).add(a.id)
+
+    def sharing(self, v) -> set:
+        """Ids of every value that may share memory with `v` (itself included)."""
+        seen, todo = {v.id}, [v.id]
+        while todo:
+            for o in self.links.get(todo.pop(), ()):
+                if o not in seen:
+                    seen.add(o)
+                    todo.append(o)
+        return seen
+
+    def shared_why(self, v) -> "str | None":
+        """What array `v` may share its memory with that an in-place update of it would
+        change behind srcgrad's back; None for a fresh array this function made."""
+        if v.id in self.inputs:
+            return "the caller's argument"
+        if v.const_name is not None:
+            return "a module-level array"
+        if v.id in self.escaped:
+            return "an item of a list"
+        made = self.made_by.get(v.id)
+        if made is None and v.id in self.carry_why:
+            return self.carry_why[v.id]
+        if made is None:
+            return "a value of unknown origin (a loop or branch result)"
+        if getattr(made, "view", False):  # declared by the op (runtime.ops.core.Primitive)
+            return f"the array it is a view of ({made.name})"
+        return None
+
+    def may_view(self, w, x) -> bool:
+        """May `w` (another value than `x`) share memory with array `x`, so that a write
+        into `x` shows through `w`? Follows views back to their base; a branch or loop
+        result of unknown origin may be anything."""
+        while True:
+            if w is x:
+                return True
+            if isinstance(w, numpy.ndarray):  # a constant srcgrad folded (or a view of one)
+                return isinstance(x, numpy.ndarray) and numpy.may_share_memory(w, x)
+            if not isinstance(w, Var) or w.kind != "array":
+                return False
+            if w.id in self.view_base:
+                w = self.view_base[w.id]
+                continue
+            return self.made_by.get(w.id) is None and w.id not in self.inputs and \
+                w.const_name is None
+
+    def push_block(self):
+        self._outer = getattr(self, "_outer", [])
+        self._outer.append(self.eqns)
+        self.eqns = []
+
+    def pop_block(self) -> list:
+        eqns, self.eqns = self.eqns, self._outer.pop()
+        return eqns
+
+    def structured(self, prim, ins, outs, params):
+        """Append a control-flow equation (cond, for, while, stack ops)."""
+        e = Eqn(prim, list(ins), list(outs), params, self.loc, self.phase)
+        self.eqns.append(e)
+        return e
+
+    def stage(self, prim: Primitive, args, params):
+        for k, v in params.items():
+            if has_var(v):
+                raise StaticValueNeeded(f"the {k}= argument of {prim.name} (it must be a "
+                                        "constant at compile time)", v)
+        args = [self.reads.as_var(a) if type(a) is numpy.ndarray else a for a in args]
+        for i, a in enumerate(args):
+            if isinstance(a, (tuple, slice)) and has_var(a):
+                args[i] = self.index_value(a)
+        if not any(isinstance(a, Var) for a in args) and not prim.creator and \
+                prim.pure:  # an impure op (random draws...) is called at every run
+            result = prim.impl(*args, **params)
+            if not isinstance(result, numpy.ndarray) or result.size <= 16:
+                return result  # constant folding
+        hint = f"{args[0].hint}_shape" if prim.name == "shape" and isinstance(args[0], Var) \
+            else self.hint
+        out = Var(hint, kind=self._kind(prim, args))
+        self._classes(prim, args, params, out)
+        self.eqns.append(Eqn(prim, args, [out], dict(params), self.loc, self.phase))
+        self.made_by[out.id] = prim
+        if prim.view:
+            for a in args:
+                if isinstance(a, Var) and a.kind == "array":
+                    self.link(out, a)
+        if getattr(prim, "view", False) and args and isinstance(args[0], (Var, numpy.ndarray)):
+            self.view_base[out.id] = args[0]
+        if prim is LIST_APPEND or prim is LIST_FROM:
+            self.escaped.update(a.id for a in args if isinstance(a, Var))
+        if prim.name == "shape" and isinstance(args[0], Var):
+            self.shape_source[out.id] = args[0]
+        return out
+
+    def index_value(self, idx):
+        """An index (tuple or slice) with run-time parts as a Var built by pack/make_slice."""
+        if isinstance(idx, slice):
+            if not has_var(idx):
+                return idx
+            return self.stage(MAKE_SLICE, [idx.start, idx.stop, idx.step], {})
+        if isinstance(idx, tuple) and has_var(idx):
+            return self.stage(PACK, [self.index_value(i) for i in idx], {})
+        return idx
+
+    @staticmethod
+    def _kind(prim, args):
+        if prim.name in ("list_from", "list_append", "list_zeros"):
+            return "list"
+        if prim.meta:
+            return "meta"
+        if prim.creator or any(isinstance(a, Var) and a.kind == "array"
+                                         for a in args):
+            return "array"
+        # arithmetic on shapes and ints (n // 2, x.shape[0]) stays meta; anything else made
+        # from them (broadcast_to(1.0, shape), reshape...) is an array
+        return "meta" if prim.elementwise or prim.name == "getitem" else "array"
+
+    def _classes(self, prim, args, params, out):
+        """Propagate same-shape / same-dtype facts (see ir.Var)."""
+        arrays = [a for a in args if isinstance(a, Var) and a.kind == "array"]
+        # operands that cannot change the shape of a broadcast: numbers, ints known only
+        # at run time (a list, say `x + hs`, is an array with one more axis)
+        others_scalar = all((isinstance(a, Var) and a.kind == "meta") or
+                            isinstance(a, numbers.Number) or a is None
+                            for a in args if not (isinstance(a, Var) and a.kind == "array"))
+        name = prim.name
+        if name in _SAME_SHAPE_ARG:
+            src = args[_SAME_SHAPE_ARG[name]]
+            if isinstance(src, Var) and src.id in self.shape_source:
+                out.sclass = self.shape_source[src.id].sclass
+            x = args[0]
+            if isinstance(x, Var) and (name != "sum_to" or floating_dclass(x.dclass)):
+                out.dclass = x.dclass  # (a sum of int8s is an int64)
+            elif type(x) is float:
+                out.dclass = ("f", out.id)  # np.broadcast_to(1.0, s): float64
+            return
+        if name in ("zeros_like", "ones_like") and arrays:
+            out.sclass, out.dclass = arrays[0].sclass, arrays[0].dclass
+            return
+        if name == "cast_like" and len(arrays) == 2:
+            out.sclass, out.dclass = args[0].sclass, args[1].dclass
+            return
+        if prim.elementwise and arrays and others_scalar:
+            if len({a.sclass for a in arrays}) == 1:
+                out.sclass = arrays[0].sclass
+            out.dclass = _elementwise_dclass(prim, args, out)
+            return
+        if name in ("sum", "mean", "max", "min", "prod", "var", "std", "logsumexp") and \
+                params.get("axis") is None and not params.get("keepdims"):
+            out.sclass = SCALAR  # a full reduction: a 0-d result at every call
+        if name == "getitem" and arrays and isinstance(args[0], Var):
+            key = _slice_shape_key(args[1])
+            if key is not None:  # x[1:] and x[:-1] have one shape, whatever x's is
+                out.sclass = ("slice", args[0].sclass, key)
+        if name in _REDUCTIONS | _MOVEMENTS and arrays:
+            d = arrays[0].dclass
+            if len({a.dclass for a in arrays}) != 1:
+                pass
+            elif name in _MOVEMENTS or name in ("max", "min") or floating_dclass(d):
+                out.dclass = d
+            elif name in ("mean", "var", "std", "logsumexp"):
+                out.dclass = ("f", out.id)  # float64 for integers
+            return
+        if name.endswith(("_grad_a", "_grad_b")) and len(arrays) == 3:
+            like = args[1] if name.endswith("_grad_a") else args[2]
+            out.sclass = like.sclass
+        if name.startswith(("matmul", "dot", "inner", "outer", "tensordot")) and arrays:
+            if len({a.dclass for a in arrays}) == 1:
+                out.dclass = arrays[0].dclass
+
+
+_REDUCTIONS = {"sum", "mean", "max", "min", "prod", "var", "std", "logsumexp", "trace"}
+#: ops that move or select elements: the result has the operands' dtype
+_MOVEMENTS = {"transpose", "swapaxes", "moveaxis", "expand_dims", "squeeze", "flip", "getitem",
+              "concatenate", "stack"}
+#: elementwise ops whose result has the dtype of their (same-dtype) array operands whatever
+#: it is, when no scalar operand can promote it (bool + 1 is an int64 array)
+_KEEPS_DTYPE = {"add", "subtract", "multiply", "negative", "absolute", "maximum", "minimum",
+                "where", "clip", "sign", "square"}
+#: elementwise ops whose result is floating whatever their operands are (an int array's
+#: sine is float64, an int8 array's float16)
+_FLOAT_RESULT = {"divide", "sqrt", "exp", "log", "log1p", "expm1", "sin", "cos", "tan", "sinh",
+                 "cosh", "tanh", "arcsin", "arccos", "arctan", "sigmoid", "softplus"}
+
+
+def floating_dclass(dclass) -> bool:
+    """Whether values of this dtype class are known to be floating point: made by an op
+    with a floating result, or the fast path's `wrt` arguments (float arrays by guard)."""
+    return dclass == ("same",) or dclass[0] == "f"
+
+
+def _elementwise_dclass(prim, args, out):
+    """The dtype class of an elementwise result. The operands' class only when numpy keeps
+    that dtype: a floating dtype with Python scalars (weak, NEP 50), or any dtype for ops
+    that keep it with no scalar in the way; `2 * n` for an int array n is an int array but
+    `n / 3` is float64, so claiming n's class would let codegen write `n /= 3`."""
+    if not prim.differentiable:
+        return ("bool",)
+    operands = args[1:] if prim.name == "where" else args  # where's condition: no dtype
+    data = [a for a in operands if isinstance(a, Var) and a.kind == "array"]
+    scalars = [a for a in operands if not (isinstance(a, Var) and a.kind == "array")]
+    if data and len({a.dclass for a in data}) == 1:
+        d = data[0].dclass
+        weak = all(type(a) in (int, float, bool) or (isinstance(a, Var) and a.kind == "meta")
+                   for a in scalars)
+        if weak and floating_dclass(d):
+            return d
+        if not scalars and prim.name in _KEEPS_DTYPE:
+            return d
+    if prim.name in _FLOAT_RESULT or any(
+            type(a) is float or (isinstance(a, Var) and a.kind == "array" and
+                                 floating_dclass(a.dclass)) for a in operands):
+        # floating (numpy promotes anything with a float to a float), of a dtype numpy
+        # picks from the operands'
+        return ("f", out.id)
+    return out.dclass
+
+
+def _slice_shape_key(idx):
+    """A key equal for constant basic indices that give the same shape from any array
+    (None when not sure): per axis, slice(k, None) and slice(None, -k) both keep n - k
+    elements, slice(None) keeps n; an int drops the axis. Other forms get no key."""
+    items = idx if isinstance(idx, tuple) else (idx,)
+    key = []
+    for it in items:
+        if isinstance(it, (int, numpy.integer)) and not isinstance(it, bool):
+            key.append("drop")
+        elif isinstance(it, slice) and it.step in (None, 1):
+            a, b = it.start, it.stop
+            if a is None and b is None:
+                key.append(("n", 0))
+            elif isinstance(a, int) and a >= 0 and b is None:
+                key.append(("n", -a))
+            elif a is None and isinstance(b, int) and b < 0:
+                key.append(("n", b))
+            else:
+                return None
+        else:
+            return None
+    return tuple(key)
+
+
+
+_SAME_SHAPE_ARG = {"sum_to": 1, "broadcast_to": 1, "reshape": 1, "scatter_add": 2}
