@@ -32,7 +32,7 @@ from .codegen import FunctionCode, emit_module
 from .errors import (InternalError, NotDifferentiableError, OutputTypeError, SrcgradError,
                      WrtError)
 from .frontend import parse_function
-from .ir import SCALAR, Graph, Var, iter_vars, referenced, subst, unsound_uses
+from .ir import POP, PYTHON, SCALAR, Graph, checked, Var, iter_vars, referenced, subst, unsound_uses
 from .lower import lower
 from .staging import staging
 from .optimize import optimize
@@ -224,7 +224,8 @@ class CompiledFunction:
             out, aux = result, None
         _check_output(out, src, self.kind)
         check_sound(graph.eqns, [out], wrt)
-        fwd = Graph(graph.inputs, graph.eqns, [out], graph.name, graph.named)
+        fwd = checked(Graph(graph.inputs, graph.eqns, [out], graph.name, graph.named),
+                      "lowering", extra_inputs=())
         self._extra = []  # inputs the generated function takes after the user's parameters
         b, returns, check, nested = self._adjoint(fwd, wrt, out, aux)
         # the value whose shape is checked at run time is an output like the others: the
@@ -236,6 +237,7 @@ class CompiledFunction:
             from .fusion import fuse_graph
 
             opt.eqns = fuse_graph(opt.eqns, opt.outputs)
+            checked(opt, "fusion")
         returns = opt.outputs[0]
         check = _scalar_check(opt.outputs[1]) if check is not None else None
         fname = f"{self.kind}_{_ident(self.fun.__name__)}" + ("_same_shapes" if same else "")
@@ -603,7 +605,7 @@ def check_sound(eqns, outputs, wrt):
     if not bad:
         return
     e, i = bad[0]
-    if e.prim is _verbatim.PYTHON:
+    if e.prim is PYTHON:
         raise _verbatim.unsound_error(e, i)
     what = _WHAT.get(e.prim.name, f"the operation {e.prim.name!r} (input {i})")
     msg = (f"{what} has no derivative, but the value depends on a differentiated argument "
@@ -705,7 +707,7 @@ def _copy_stacks(eqns):
         for e in block_eqns:
             for b in e.blocks():
                 b.eqns = inner(b.eqns)
-            if e.prim.name == "pop" and any(o.kind == "stack" for o in e.outs):
+            if e.prim is POP and any(o.kind == "stack" for o in e.outs):
                 raw = [Var(o.hint, o.kind) if o.kind == "stack" else o for o in e.outs]
                 out.append(Eqn(e.prim, e.ins, raw, e.params, e.loc, e.phase))
                 out.extend(Eqn(copy, [r], [o], {}, None, "bwd")
@@ -1111,7 +1113,7 @@ def _refuse_effects(kind: str, fun, per: str):
 
     def first(eqns):
         for e in eqns:
-            if e.prim is _verbatim.PYTHON:
+            if e.prim is PYTHON:
                 return e
             for b in e.blocks():
                 found = first(b.eqns)

@@ -33,8 +33,7 @@ from runtime.ops import helpers as _helpers
 from runtime.ops.core import literal
 
 from .fresh import fresh_returns
-from .ir import Eqn, Var, iter_vars
-from .verbatim import PYTHON
+from .ir import COND, FOR, POP, PUSH, PYTHON, WHILE, Eqn, Var, iter_vars
 
 __all__ = ["FunctionCode", "ModuleCode", "emit_module", "index_source"]
 
@@ -287,7 +286,7 @@ class _Emitter:
 
     def expr(self, e: Eqn, uses) -> str:
         p = e.prim
-        if p.name == "shape" and isinstance(e.ins[0], Var) and e.ins[0].id in self.maybe_py:
+        if p.kind == "shape_of" and isinstance(e.ins[0], Var) and e.ins[0].id in self.maybe_py:
             # may be a Python number at run time
             return f"{self.mod.g('np')}.shape({self.src(e.ins[0])})"
         if p.name == "reduced_size" and isinstance(e.ins[0], Var) and \
@@ -462,7 +461,7 @@ def _collect(eqns, em):
             em.pack_items[o.id] = e.ins
         elif e.prim.name == "make_slice":
             em.slice_items[o.id] = e.ins
-        elif e.prim.name in ("for", "while"):
+        elif e.prim in (FOR, WHILE):
             em.carries.update(c.id for c in e.params["carry"])
         for b in e.blocks():
             _collect(b.eqns, em)
@@ -486,20 +485,21 @@ def _python_numbers_pass(eqns, out, maybe, pushed):
     if True:
         for e in eqns:
             name = e.prim.name
+            op = e.prim
             # any Python object (made by a statement run as written, an item of *args...)
             out.update(o.id for o in e.outs if o.dclass[0] == "object")
-            if name == "push":
+            if op is PUSH:
                 pushed[e.params.get("tag")] = [maybe(v) for v in e.ins[1:]]
-            elif name == "pop":
+            elif op is POP:
                 flags = pushed.get(e.params.get("tag"), [])
                 out.update(o.id for o, f in zip(e.outs, flags) if f)
-            if name in ("for", "while"):
-                inits = e.ins[3:] if name == "for" else e.ins
+            if op in (FOR, WHILE):
+                inits = e.ins[3:] if op is FOR else e.ins
                 body = e.params["body"]
                 for c, i, n, o in zip(e.params["carry"], inits, body.outs, e.outs):
                     if maybe(i) or maybe(n):
                         out.update((c.id, o.id))
-            elif name == "cond":
+            elif op is COND:
                 for o, a, b in zip(e.outs, e.params["then"].outs, e.params["else"].outs):
                     if maybe(a) or maybe(b):
                         out.add(o.id)
@@ -541,14 +541,14 @@ def _floating_values(eqns, floating: set) -> set:
     plus 0.5 becomes float: the IR's dtype classes cannot tell these apart). In-place
     updates rely on it: `a += b` must not change `a`'s dtype."""
     for e in eqns:
-        name = e.prim.name
-        if name == "cond":
+        op = e.prim
+        if op is COND:
             for b in e.blocks():
                 _floating_values(b.eqns, floating)
             sides = (e.params["then"].outs, e.params["else"].outs)
             floating.update(o.id for o, a, b in zip(e.outs, *sides)
                             if _inexact(a, floating) and _inexact(b, floating))
-        elif name in ("for", "while"):
+        elif op in (FOR, WHILE):
             _floating_loop(e, floating)
         elif e.outs and _floating_result(e, floating):
             floating.add(e.outs[0].id)
@@ -581,7 +581,7 @@ def _floating_loop(e, floating):
     """Loop results: floating when the initial value and every iteration's are (assumed
     for the carried values, then dropped where the body disproves it)."""
     body = e.params["body"]
-    inits = e.ins[3:] if e.prim.name == "for" else e.ins
+    inits = e.ins[3:] if e.prim is FOR else e.ins
     carry = e.params["carry"]
     assumed = {c.id for c, i in zip(carry, inits) if _inexact(i, floating)}
     while True:
@@ -809,7 +809,7 @@ class _BlockCtx:
                 continue
             p = eqns[k].prim
             if not (p.elementwise or p.name in _FRESH_READERS or
-                    p.name.endswith(("_grad_a", "_grad_b"))):
+                    (p.kind == "bilinear" and p.shape_like is not None)):
                 return False
         return True
 
@@ -911,7 +911,7 @@ class _BlockCtx:
 
     def loop(self, e, ind, lines):
         em = self.em
-        is_for = e.prim.name == "for"
+        is_for = e.prim is FOR
         carry, body = e.params["carry"], e.params["body"]
         inits = e.ins[3:] if is_for else e.ins
         names = []

@@ -17,7 +17,7 @@ from runtime import ops
 from runtime.ops import apply_jvp
 from runtime.ops.lists import LIST_ZEROS
 
-from .ir import COND, POP, PUSH, Block, Eqn, Graph, Var, located_error
+from .ir import COND, FOR, NEWSTACK, POP, PUSH, WHILE, Block, Eqn, Graph, Var, located_error
 from .staging import Builder, staging
 
 __all__ = ["jvp_graph"]
@@ -36,16 +36,16 @@ class _Forward:
     def block(self, eqns, tan: dict):
         """Copy `eqns` into the builder's current block, staging tangents next to them."""
         for e in eqns:
-            name = e.prim.name
-            if name == "cond":
+            op = e.prim
+            if op is COND:
                 self.cond(e, tan)
-            elif name in ("for", "while"):
+            elif op in (FOR, WHILE):
                 self.loop(e, tan)
-            elif name == "push":
+            elif op is PUSH:
                 self.push(e, tan)
-            elif name == "pop":
+            elif op is POP:
                 self.pop(e, tan)
-            elif name == "newstack":
+            elif op is NEWSTACK:
                 self.b.eqns.append(e)
             else:
                 self.b.eqns.append(e)
@@ -123,7 +123,7 @@ class _Forward:
 
     def loop(self, e: Eqn, tan: dict):
         b = self.b
-        is_for = e.prim.name == "for"
+        is_for = e.prim is FOR
         carry, body = e.params["carry"], e.params["body"]
         n_ctl = 3 if is_for else 0
         inits = e.ins[n_ctl:]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from runtime.ops.core import Primitive
 
-from .ir import Eqn, Var, iter_vars
+from .ir import COND, FOR, NEWSTACK, POP, PUSH, PYTHON, WHILE, Eqn, Var, iter_vars
 
 __all__ = ["fresh_returns", "COPY"]
 
@@ -48,16 +48,16 @@ def _of(v, roots) -> frozenset:
 
 def _roots(eqns, roots: dict) -> dict:
     for e in eqns:
-        name = e.prim.name
-        if name == "cond":
+        op = e.prim
+        if op is COND:
             for b in e.blocks():
                 _roots(b.eqns, roots)
             sides = zip(e.params["then"].outs, e.params["else"].outs)
             for o, (a, b) in zip(e.outs, sides):
                 roots[o.id] = _of(a, roots) | _of(b, roots)
-        elif name in ("for", "while"):
+        elif op in (FOR, WHILE):
             _loop_roots(e, roots)
-        elif name in ("pop", "python"):  # a value saved by the forward pass, or made by
+        elif op in (POP, PYTHON):  # a value saved by the forward pass, or made by
             roots.update((o.id, EXTERNAL) for o in e.outs)  # a statement run as written
         elif e.outs:
             roots[e.outs[0].id] = _op_roots(e, roots)
@@ -67,10 +67,10 @@ def _roots(eqns, roots: dict) -> dict:
 def _op_roots(e, roots) -> frozenset:
     p = e.prim
     made = frozenset({("new", e.outs[0].id)})
-    if p.meta or p.name in ("newstack", "push"):
+    if p.meta or p in (NEWSTACK, PUSH):
         return frozenset()
     if p.elementwise and not getattr(p, "custom", False) or p.name in _NEW or \
-            p.name.endswith(("_grad_a", "_grad_b")):
+            (p.kind == "bilinear" and p.shape_like is not None):  # f_grad_a, f_grad_b
         return made
     if p.name in _VIEWS:
         first = _of(e.ins[0], roots)
@@ -86,7 +86,7 @@ def _op_roots(e, roots) -> frozenset:
 def _loop_roots(e, roots):
     """A carried value's roots: its initial value's and every iteration's, to a fixpoint."""
     carry, body = e.params["carry"], e.params["body"]
-    inits = e.ins[3:] if e.prim.name == "for" else e.ins
+    inits = e.ins[3:] if e.prim is FOR else e.ins
     for c, i in zip(carry, inits):
         roots[c.id] = _of(i, roots)
     while True:

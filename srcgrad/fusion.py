@@ -24,7 +24,9 @@ from .ir import Block, Eqn, Var, iter_vars
 
 __all__ = ["FUSED", "CUDA", "fuse_graph", "cuda_expr"]
 
-FUSED = Primitive("fused", None, meta=True)
+# one kernel for a region of elementwise equations, made after differentiation and
+# optimization (so no rule): any number of outputs, each a fresh array
+FUSED = Primitive("fused", None, differentiable=False, zero_grad=False, structured=True)
 
 #: elementwise primitive -> CUDA C expression over its operands
 CUDA = {

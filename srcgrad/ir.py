@@ -26,7 +26,7 @@ from .errors import SrcgradError
 __all__ = ["Var", "Eqn", "Graph", "Block", "Loc", "IRError", "free_vars", "iter_vars",
            "unsound_uses", "referenced", "subst", "has_var", "located_error",
            "StaticValueNeeded", "current_builder", "set_builder", "SCALAR",
-           "COND", "FOR", "WHILE", "NEWSTACK", "PUSH", "POP"]
+           "COND", "FOR", "WHILE", "NEWSTACK", "PUSH", "POP", "PYTHON"]
 
 _ids = itertools.count()
 
@@ -86,6 +86,11 @@ WHILE = Primitive("while", None, meta=True, structured=True)
 NEWSTACK = Primitive("newstack", None, meta=True, structured=True)
 PUSH = Primitive("push", None, meta=True, structured=True)
 POP = Primitive("pop", None, meta=True, structured=True)
+#: One statement run as written (srcgrad.verbatim). Not pure (it is never folded, merged or
+#: dropped), no derivative rule and no declared zero derivative: a differentiated value
+#: reaching an output is refused by the soundness check.
+PYTHON = Primitive("python", None, differentiable=False, zero_grad=False, pure=False,
+                   structured=True)
 
 
 def located_error(err: Exception, e: "Eqn") -> SrcgradError:
@@ -400,6 +405,62 @@ class Graph:
                 raise IRError(f"output {o!r} is never defined")
         return self
 
+    def check_types(self) -> "Graph":
+        """Verify what each equation's primitive declares (runtime.ops.core.Primitive):
+        one output for an op (control flow and statements may have any number), results
+        of the kind the op makes (a list op makes a list, a creator an array...), shape
+        and dtype classes of the right form. Raises IRError. Run after every pass when
+        SRCGRAD_CHECK_IR is set (the test suite sets it)."""
+        _check_types(self.eqns)
+        return self
+
+
+#: whether every pass checks its result (`Graph.check` and `Graph.check_types`): set for
+#: the test suite, off for users (it costs a walk over the IR per pass)
+CHECK_EACH_PASS = bool(os.environ.get("SRCGRAD_CHECK_IR"))
+
+
+def checked(graph: "Graph", stage: str, extra_inputs=None) -> "Graph":
+    """`graph`, verified when CHECK_EACH_PASS is on (its SSA order too when the inputs
+    it may read besides its own are known); an IRError names the stage."""
+    if CHECK_EACH_PASS:
+        try:
+            if extra_inputs is not None:
+                graph.check(extra_inputs)
+            graph.check_types()
+        except IRError as e:
+            raise IRError(f"after {stage}: {e}") from None
+    return graph
+
+
+_VAR_KINDS = {"array", "meta", "list", "stack"}
+
+
+def _check_types(eqns):
+    for e in eqns:
+        p = e.prim
+        if not isinstance(p, Primitive):
+            raise IRError(f"not a primitive: {p!r} in {e.lines()[0]}")
+        where = e.lines()[0]
+        if not p.structured and len(e.outs) != 1:
+            raise IRError(f"{p.name} has {len(e.outs)} outputs, not 1: {where}")
+        for o in e.outs:
+            if o.kind not in _VAR_KINDS:
+                raise IRError(f"{o!r} has kind {o.kind!r}: {where}")
+            if not (isinstance(o.sclass, tuple) and o.sclass and
+                    isinstance(o.dclass, tuple) and o.dclass):
+                raise IRError(f"{o!r} has malformed classes {o.sclass!r} {o.dclass!r}: {where}")
+        if not p.structured and e.outs:
+            o = e.outs[0]
+            if p.kind == "list" and o.kind != "list":
+                raise IRError(f"{p.name} makes a list, but {o!r} is {o.kind}: {where}")
+            if p.meta and p.kind != "list" and o.kind != "meta":
+                raise IRError(f"{p.name} is meta, but {o!r} is {o.kind}: {where}")
+            if p.creator and p.kind != "list" and o.kind != "array":
+                raise IRError(f"{p.name} makes an array, but {o!r} is {o.kind}: {where}")
+        for b in e.blocks():
+            _check_types(b.eqns)
+
 
 def _block_binders(e: Eqn) -> list:
     out = []
@@ -450,17 +511,17 @@ def _is_active(v, active) -> bool:
 
 def _flow(eqns, active: set, found: list):
     for e in eqns:
-        name = e.prim.name
-        if name == "cond":
+        op = e.prim
+        if op is COND:
             then, els = e.params["then"], e.params["else"]
             _flow(then.eqns, active, found)
             _flow(els.eqns, active, found)
             for o, a, b in zip(e.outs, then.outs, els.outs):
                 if _is_active(a, active) or _is_active(b, active):
                     active.add(o.id)
-        elif name in ("for", "while"):
+        elif op in (FOR, WHILE):
             carry = e.params["carry"]
-            inits = e.ins[3:] if name == "for" else e.ins
+            inits = e.ins[3:] if op is FOR else e.ins
             for c, i in zip(carry, inits):
                 if _is_active(i, active):
                     active.add(c.id)

@@ -22,7 +22,7 @@ import numpy
 from runtime import ops
 from runtime.ops.core import literal
 
-from .ir import SCALAR, Eqn, Graph, Var, iter_vars
+from .ir import COND, FOR, POP, PUSH, SCALAR, WHILE, Eqn, Graph, Var, checked, iter_vars
 from .staging import Builder, staging
 
 __all__ = ["optimize", "PASSES"]
@@ -50,7 +50,7 @@ class _Ctx:
         if isinstance(s, Var) and s.id in self.shape_alias:
             return self.shape_alias[s.id]
         e = self.prod(s)
-        if e is not None and e.prim.name == "shape" and isinstance(e.ins[0], Var):
+        if e is not None and e.prim.kind == "shape_of" and isinstance(e.ins[0], Var):
             return e.ins[0]
         return None
 
@@ -205,11 +205,13 @@ def optimize(graph: Graph, named: set | None = None, passes=PASSES, keep=()) -> 
             eqns = run.block(eqns, {}, {})
             outputs = run.res_tree(outputs)
             changed = run.changed
+            checked(Graph(graph.inputs, eqns, outputs), "simplify, fold and cse")
             if "dce" in passes:
                 live = {v.id for v in iter_vars(outputs)} | {v.id for v in keep}
                 before = _count(eqns)
                 eqns = _dce(eqns, live)
                 changed = changed or _count(eqns) != before
+                checked(Graph(graph.inputs, eqns, outputs), "dce")
             if not changed:
                 break
     return Graph(graph.inputs, eqns, outputs, graph.name)
@@ -293,12 +295,12 @@ class _Run:
         returns the equations a simplification staged, still to be swept."""
         e = Eqn(e.prim, [self.res_tree(a) for a in e.ins], e.outs, e.params, e.loc, e.phase)
         out = e.outs[0]
-        if e.prim.name == "shape" and isinstance(e.ins[0], Var):
+        if e.prim.kind == "shape_of" and isinstance(e.ins[0], Var):
             self.shape_source[out.id] = e.ins[0]
         # with simpler inputs the shape and dtype facts may now be provable
         self.facts._classes(e.prim, e.ins, e.params, out)
         k = _key(e)
-        if "simplify" in self.passes and (self.shapes or e.prim.name != "shape"):
+        if "simplify" in self.passes and (self.shapes or e.prim.kind != "shape_of"):
             memo = seen.simplified.get((k, e.phase), _KEEP) if k is not None else _KEEP
             if memo is not _KEEP:
                 self._replace(e, memo, producer)
@@ -307,7 +309,7 @@ class _Run:
             if r is not _KEEP:
                 for extra in staged:
                     producer[extra.outs[0].id] = extra
-                if e.prim.name == "shape" and isinstance(r, Var):
+                if e.prim.kind == "shape_of" and isinstance(r, Var):
                     self.shape_alias.setdefault(r.id, e.ins[0])
                 self._replace(e, r, producer)
                 if k is not None:
@@ -357,7 +359,7 @@ class _Seen(dict):
 
 
 def _has_effects(eqns) -> bool:
-    return any(e.prim.name in ("push", "pop") or not e.prim.pure or _has_effects_blocks(e)
+    return any(e.prim in (PUSH, POP) or not e.prim.pure or _has_effects_blocks(e)
                for e in eqns)
 
 
@@ -369,12 +371,12 @@ def _dce(eqns, live: set) -> list:
     """Drop equations whose results are never used (in place for nested blocks)."""
     kept = []
     for e in reversed(eqns):
-        name = e.prim.name
-        if name in ("push", "pop"):
+        op = e.prim
+        if op in (PUSH, POP):
             kept.append(e)
             live.update(v.id for v in e.ins if isinstance(v, Var))
             continue
-        if name == "cond":
+        if op is COND:
             then, els = e.params["then"], e.params["else"]
             keep_k = [k for k, o in enumerate(e.outs) if o.id in live]
             e.outs = [e.outs[k] for k in keep_k]
@@ -388,7 +390,7 @@ def _dce(eqns, live: set) -> list:
             live.update(v.id for v in e.ins if isinstance(v, Var))
             kept.append(e)
             continue
-        if name in ("for", "while"):
+        if op in (FOR, WHILE):
             if not any(o.id in live for o in e.outs) and not _has_effects_blocks(e):
                 continue
             for b in e.blocks():

@@ -21,7 +21,7 @@ from __future__ import annotations
 from runtime import ops
 from runtime.ops import apply_vjp
 
-from .ir import (COND, FOR, NEWSTACK, POP, PUSH, Block, Eqn, Graph, Var, located_error,
+from .ir import (COND, FOR, NEWSTACK, POP, PUSH, WHILE, Block, Eqn, Graph, Var, located_error,
                  referenced, subst)
 from .staging import Builder, staging
 
@@ -31,8 +31,8 @@ __all__ = ["activity", "reverse"]
 def activity(eqns, active: set) -> set:
     """Add to `active` the ids of Vars that depend differentiably on active ones."""
     for e in eqns:
-        name = e.prim.name
-        if name == "cond":
+        op = e.prim
+        if op is COND:
             then, els = e.params["then"], e.params["else"]
             activity(then.eqns, active)
             activity(els.eqns, active)
@@ -40,9 +40,9 @@ def activity(eqns, active: set) -> set:
                 if (isinstance(a, Var) and a.id in active) or (isinstance(b, Var) and
                                                                b.id in active):
                     active.add(o.id)
-        elif name in ("for", "while"):
+        elif op in (FOR, WHILE):
             carry, body = e.params["carry"], e.params["body"]
-            inits = e.ins[3:] if name == "for" else e.ins
+            inits = e.ins[3:] if op is FOR else e.ins
             for c, i in zip(carry, inits):
                 if isinstance(i, Var) and i.id in active:
                     active.add(c.id)
@@ -85,14 +85,14 @@ class _Reverser:
         i = len(eqns) - 1
         while i >= 0:
             e = eqns[i]
-            name = e.prim.name
-            if name == "cond":
+            op = e.prim
+            if op is COND:
                 self.cond(e, cts)
-            elif name in ("for", "while"):
+            elif op in (FOR, WHILE):
                 stack_eqn = self.loop(e, cts)
                 if stack_eqn is not None:
                     eqns.insert(i, stack_eqn)
-            elif name not in ("push", "newstack", "pop"):
+            elif op not in (PUSH, NEWSTACK, POP):
                 self.prim(e, cts)
             i -= 1
 
@@ -212,7 +212,7 @@ class _Reverser:
     def loop(self, e: Eqn, cts: dict):
         """Stage the adjoint loop of `e`; returns the equation creating its stack (to be
         placed before `e`), or None when nothing needed saving."""
-        is_for = e.prim.name == "for"
+        is_for = e.prim is FOR
         carry, body = e.params["carry"], e.params["body"]
         inits = e.ins[3:] if is_for else e.ins
         act = [k for k, c in enumerate(carry) if c.id in self.active]
@@ -275,7 +275,7 @@ class _Reverser:
             b.push_block()
             b.eqns = body.eqns
             b.phase, b.loc = "fwd", e.loc
-            cond_outs = {o.id for e2 in body.eqns if e2.prim.name == "cond" for o in e2.outs}
+            cond_outs = {o.id for e2 in body.eqns if e2.prim is COND for o in e2.outs}
             b.loc = None
             mapping_shape = {}
             for group in (at_start, at_end):
@@ -376,7 +376,7 @@ def _shape_only_uses(eqns, outs) -> dict:
         for e in eqns:
             for v in e.ins:
                 if isinstance(v, Var):
-                    if e.prim.name == "shape":
+                    if e.prim.kind == "shape_of":
                         shapes.setdefault(v.id, []).append(e)
                     else:
                         other.add(v.id)

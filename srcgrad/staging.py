@@ -168,7 +168,7 @@ class Builder:
             result = prim.impl(*args, **params)
             if not isinstance(result, numpy.ndarray) or result.size <= 16:
                 return result  # constant folding
-        hint = f"{args[0].hint}_shape" if prim.name == "shape" and isinstance(args[0], Var) \
+        hint = f"{args[0].hint}_shape" if prim.kind == "shape_of" and isinstance(args[0], Var) \
             else self.hint
         out = Var(hint, kind=self._kind(prim, args))
         self._classes(prim, args, params, out)
@@ -182,7 +182,7 @@ class Builder:
             self.view_base[out.id] = args[0]
         if prim is LIST_APPEND or prim is LIST_FROM:
             self.escaped.update(a.id for a in args if isinstance(a, Var))
-        if prim.name == "shape" and isinstance(args[0], Var):
+        if prim.kind == "shape_of" and isinstance(args[0], Var):
             self.shape_source[out.id] = args[0]
         return out
 
@@ -198,83 +198,62 @@ class Builder:
 
     @staticmethod
     def _kind(prim, args):
-        if prim.name in ("list_from", "list_append", "list_zeros"):
+        if prim.kind == "list":
             return "list"
         if prim.meta:
             return "meta"
-        if prim.creator or any(isinstance(a, Var) and a.kind == "array"
-                                         for a in args):
+        if prim.creator or any(isinstance(a, Var) and a.kind == "array" for a in args):
             return "array"
         # arithmetic on shapes and ints (n // 2, x.shape[0]) stays meta; anything else made
         # from them (broadcast_to(1.0, shape), reshape...) is an array
-        return "meta" if prim.elementwise or prim.name == "getitem" else "array"
+        return "meta" if prim.on_meta else "array"
 
     def _classes(self, prim, args, params, out):
-        """Propagate same-shape / same-dtype facts (see ir.Var)."""
+        """Propagate same-shape / same-dtype facts (see ir.Var) from what the primitive
+        declares (runtime.ops.core.Primitive: kind, dtype, shape_arg, shape_like...)."""
         arrays = [a for a in args if isinstance(a, Var) and a.kind == "array"]
-        # operands that cannot change the shape of a broadcast: numbers, ints known only
-        # at run time (a list, say `x + hs`, is an array with one more axis)
-        others_scalar = all((isinstance(a, Var) and a.kind == "meta") or
-                            isinstance(a, numbers.Number) or a is None
-                            for a in args if not (isinstance(a, Var) and a.kind == "array"))
-        name = prim.name
-        if name in _SAME_SHAPE_ARG:
-            src = args[_SAME_SHAPE_ARG[name]]
+        if prim.shape_arg is not None:  # broadcast_to(x, shape(y)) has y's shape
+            src = args[prim.shape_arg]
             if isinstance(src, Var) and src.id in self.shape_source:
                 out.sclass = self.shape_source[src.id].sclass
             x = args[0]
-            if isinstance(x, Var) and (name != "sum_to" or floating_dclass(x.dclass)):
-                out.dclass = x.dclass  # (a sum of int8s is an int64)
+            if isinstance(x, Var) and (prim.dtype == "same" or floating_dclass(x.dclass)):
+                out.dclass = x.dclass
             elif type(x) is float:
                 out.dclass = ("f", out.id)  # np.broadcast_to(1.0, s): float64
             return
-        if name in ("zeros_like", "ones_like") and arrays:
-            out.sclass, out.dclass = arrays[0].sclass, arrays[0].dclass
-            return
-        if name == "cast_like" and len(arrays) == 2:
-            out.sclass, out.dclass = args[0].sclass, args[1].dclass
-            return
-        if prim.elementwise and arrays and others_scalar:
+        if prim.shape_like is not None and arrays and len(arrays) == len(args):
+            out.sclass = args[prim.shape_like].sclass
+        if prim.elementwise and arrays and _scalar_operands(args):
             if len({a.sclass for a in arrays}) == 1:
                 out.sclass = arrays[0].sclass
             out.dclass = _elementwise_dclass(prim, args, out)
             return
-        if name in ("sum", "mean", "max", "min", "prod", "var", "std", "logsumexp") and \
-                params.get("axis") is None and not params.get("keepdims"):
+        if prim.kind == "reduction" and params.get("axis") is None and \
+                not params.get("keepdims"):
             out.sclass = SCALAR  # a full reduction: a 0-d result at every call
-        if name == "getitem" and arrays and isinstance(args[0], Var):
-            key = _slice_shape_key(args[1])
+        if prim.shape_key is not None and arrays and isinstance(args[0], Var):
+            key = prim.shape_key(args[1])
             if key is not None:  # x[1:] and x[:-1] have one shape, whatever x's is
                 out.sclass = ("slice", args[0].sclass, key)
-        if name in _REDUCTIONS | _MOVEMENTS and arrays:
+        dtype = prim.dtype
+        if isinstance(dtype, tuple):  # ("like", i)
+            src = args[dtype[1]]
+            if isinstance(src, Var) and src.kind == "array":
+                out.dclass = src.dclass
+        elif dtype is not None and arrays and len({a.dclass for a in arrays}) == 1:
             d = arrays[0].dclass
-            if len({a.dclass for a in arrays}) != 1:
-                pass
-            elif name in _MOVEMENTS or name in ("max", "min") or floating_dclass(d):
+            if dtype == "same" or floating_dclass(d):
                 out.dclass = d
-            elif name in ("mean", "var", "std", "logsumexp"):
+            elif dtype == "float":
                 out.dclass = ("f", out.id)  # float64 for integers
-            return
-        if name.endswith(("_grad_a", "_grad_b")) and len(arrays) == 3:
-            like = args[1] if name.endswith("_grad_a") else args[2]
-            out.sclass = like.sclass
-        if name.startswith(("matmul", "dot", "inner", "outer", "tensordot")) and arrays:
-            if len({a.dclass for a in arrays}) == 1:
-                out.dclass = arrays[0].dclass
 
 
-_REDUCTIONS = {"sum", "mean", "max", "min", "prod", "var", "std", "logsumexp", "trace"}
-#: ops that move or select elements: the result has the operands' dtype
-_MOVEMENTS = {"transpose", "swapaxes", "moveaxis", "expand_dims", "squeeze", "flip", "getitem",
-              "concatenate", "stack"}
-#: elementwise ops whose result has the dtype of their (same-dtype) array operands whatever
-#: it is, when no scalar operand can promote it (bool + 1 is an int64 array)
-_KEEPS_DTYPE = {"add", "subtract", "multiply", "negative", "absolute", "maximum", "minimum",
-                "where", "clip", "sign", "square"}
-#: elementwise ops whose result is floating whatever their operands are (an int array's
-#: sine is float64, an int8 array's float16)
-_FLOAT_RESULT = {"divide", "sqrt", "exp", "log", "log1p", "expm1", "sin", "cos", "tan", "sinh",
-                 "cosh", "tanh", "arcsin", "arccos", "arctan", "sigmoid", "softplus"}
+def _scalar_operands(args) -> bool:
+    """Are the operands that are not arrays unable to change a broadcast's shape: numbers,
+    ints known only at run time? (A list, say `x + hs`, is an array with one more axis.)"""
+    return all((isinstance(a, Var) and a.kind == "meta") or isinstance(a, numbers.Number) or
+               a is None for a in args if not (isinstance(a, Var) and a.kind == "array"))
 
 
 def floating_dclass(dclass) -> bool:
@@ -290,7 +269,8 @@ def _elementwise_dclass(prim, args, out):
     `n / 3` is float64, so claiming n's class would let codegen write `n /= 3`."""
     if not prim.differentiable:
         return ("bool",)
-    operands = args[1:] if prim.name == "where" else args  # where's condition: no dtype
+    # where's condition (an input with no derivative) gives the result no dtype
+    operands = [a for i, a in enumerate(args) if i not in prim.nondiff]
     data = [a for a in operands if isinstance(a, Var) and a.kind == "array"]
     scalars = [a for a in operands if not (isinstance(a, Var) and a.kind == "array")]
     if data and len({a.dclass for a in data}) == 1:
@@ -299,40 +279,12 @@ def _elementwise_dclass(prim, args, out):
                    for a in scalars)
         if weak and floating_dclass(d):
             return d
-        if not scalars and prim.name in _KEEPS_DTYPE:
+        if not scalars and prim.dtype == "same":
             return d
-    if prim.name in _FLOAT_RESULT or any(
+    if prim.dtype == "float" or any(
             type(a) is float or (isinstance(a, Var) and a.kind == "array" and
                                  floating_dclass(a.dclass)) for a in operands):
         # floating (numpy promotes anything with a float to a float), of a dtype numpy
         # picks from the operands'
         return ("f", out.id)
     return out.dclass
-
-
-def _slice_shape_key(idx):
-    """A key equal for constant basic indices that give the same shape from any array
-    (None when not sure): per axis, slice(k, None) and slice(None, -k) both keep n - k
-    elements, slice(None) keeps n; an int drops the axis. Other forms get no key."""
-    items = idx if isinstance(idx, tuple) else (idx,)
-    key = []
-    for it in items:
-        if isinstance(it, (int, numpy.integer)) and not isinstance(it, bool):
-            key.append("drop")
-        elif isinstance(it, slice) and it.step in (None, 1):
-            a, b = it.start, it.stop
-            if a is None and b is None:
-                key.append(("n", 0))
-            elif isinstance(a, int) and a >= 0 and b is None:
-                key.append(("n", -a))
-            elif a is None and isinstance(b, int) and b < 0:
-                key.append(("n", b))
-            else:
-                return None
-        else:
-            return None
-    return tuple(key)
-
-
-
-_SAME_SHAPE_ARG = {"sum_to": 1, "broadcast_to": 1, "reshape": 1, "scatter_add": 2}

@@ -30,19 +30,11 @@ import types
 
 import numpy
 
-from runtime.ops.core import Primitive
-
 from .errors import UnknownFunctionError, UnsupportedSyntaxError
-from .ir import Eqn, Var
+from .ir import PYTHON, Eqn, Var
 from .scopes import Path, scope_of
 
-__all__ = ["PYTHON", "Code", "reason", "hoist", "stage", "mutated_active"]
-
-#: One statement run as written. Not pure (it is never folded, merged or dropped), no
-#: derivative rule and no declared zero derivative: a differentiated value reaching an
-#: output is refused by the soundness check.
-PYTHON = Primitive("python", None, differentiable=False, zero_grad=False, pure=False,
-                   structured=True)
+__all__ = ["Code", "reason", "hoist", "stage", "mutated_active"]
 
 _KIND = {ast.Try: "a `try` statement", ast.With: "a `with` statement",
          ast.Raise: "a `raise` statement", ast.Assert: "an `assert` statement",

@@ -28,6 +28,10 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
+# every compiler pass checks the IR it hands on (srcgrad.ir.checked); set before srcgrad is
+# imported, since the flag is read once
+os.environ.setdefault("SRCGRAD_CHECK_IR", "1")
+
 # `tests/` holds plain helper modules (compiler_helpers, programs) imported by the tests
 sys.path.insert(0, os.path.dirname(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -64,7 +64,7 @@ class Primitive:
         "name", "impl", "vjps", "nondiff", "broadcasts", "differentiable", "meta",
         "reads_inputs", "reads_out", "spell", "defaults", "elementwise", "doc",
         "convention", "variadic", "jvp", "custom", "zero_grad", "pure", "view", "creator",
-        "structured",
+        "structured", "kind", "dtype", "shape_arg", "shape_like", "shape_key", "on_meta",
     )
     _reserves_name = True  # see RESERVED_NAMES
 
@@ -72,7 +72,8 @@ class Primitive:
                  differentiable=True, meta=False, reads_inputs=True, reads_out=False,
                  spell=None, defaults=None, elementwise=False, convention="",
                  variadic=False, doc="", zero_grad=None, pure=True, view=False,
-                 creator=False, structured=False):
+                 creator=False, structured=False, kind=None, dtype=None, shape_arg=None,
+                 shape_like=None, shape_key=None, on_meta=None):
         self.name = name
         self.impl = impl
         self.vjps = tuple(vjps)
@@ -114,6 +115,27 @@ class Primitive:
         #: the reverse pass's stacks, a statement run as written), with any number of
         #: outputs, that passes over it leave as it is
         self.structured = structured
+        # ---- facts the compiler's stages read instead of comparing op names ----
+        #: what the op does to its operands: "elementwise", "reduction" (over `axis`),
+        #: "movement" (moves or selects elements), "bilinear" (matmul, dot... and their
+        #: cotangent ops), "creator", "shape_of" (its value is its operand's shape),
+        #: "list" (a run-time Python list, runtime.ops.lists), "meta" or "other"
+        self.kind = kind or ("elementwise" if elementwise else "creator" if creator else
+                             "meta" if meta else "other")
+        #: the output's dtype from its array operands' (when those agree): "same" (theirs),
+        #: "float" (theirs when floating, else a float dtype), "same_if_float" (theirs when
+        #: floating, else unknown: a sum of int8s is an int64), ("like", i) (input i's), or
+        #: None (elementwise: numpy's promotion with weak Python scalars; others: unknown)
+        self.dtype = dtype
+        #: input `shape_arg` is the output's shape (a shape tuple: broadcast_to, reshape)
+        self.shape_arg = shape_arg
+        #: the output has the shape of input `shape_like` (zeros_like, matmul_grad_a)
+        self.shape_like = shape_like
+        #: `shape_key(index)`: a key equal for indices that give one shape from any array
+        #: (getitem), or None when not sure
+        self.shape_key = shape_key
+        #: applied to meta values only (ints, shape tuples), the result is a meta value
+        self.on_meta = elementwise if on_meta is None else on_meta
         if self._reserves_name:
             RESERVED_NAMES.add(name)
 

@@ -121,15 +121,15 @@ def vjp_power_y(g, out, x, y):
     return multiply(g, where(zero, 0.0, multiply(out, log(where(zero, 1.0, x)))))
 
 
-add = _binary("add", vjp_add, vjp_add, spell=fmt("{0} + {1}"), reads_inputs=False)
+add = _binary("add", vjp_add, vjp_add, spell=fmt("{0} + {1}"), reads_inputs=False, dtype="same")
 subtract = _binary("subtract", vjp_add, vjp_subtract_y, spell=fmt("{0} - {1}"),
-                   reads_inputs=False)
-multiply = _binary("multiply", vjp_multiply_x, vjp_multiply_y, spell=fmt("{0} * {1}"))
+                   reads_inputs=False, dtype="same")
+multiply = _binary("multiply", vjp_multiply_x, vjp_multiply_y, spell=fmt("{0} * {1}"), dtype="same")
 divide = _binary("divide", vjp_divide_x, vjp_divide_y, np_name="true_divide",
-                 spell=fmt("{0} / {1}"), reads_out=True)
+                 spell=fmt("{0} / {1}"), reads_out=True, dtype="float")
 power = _binary("power", vjp_power_x, vjp_power_y, spell=fmt("{0} ** {1}"), reads_out=True,
                 convention="d/dx at y == 0 is 0; d/dy at x == 0 is 0")
-negative = _unary("negative", vjp_negative, reads_inputs=False)
+negative = _unary("negative", vjp_negative, reads_inputs=False, dtype="same")
 negative.spell = fmt("-{0}")
 
 
@@ -231,34 +231,34 @@ def _softplus(x):
     return xp.maximum(x, 0) + xp.log1p(xp.exp(-xp.abs(x)))
 
 
-exp = _unary("exp", vjp_exp, reads_inputs=False, reads_out=True)
-log = _unary("log", vjp_log, convention="log of a negative number is nan")
-log1p = _unary("log1p", vjp_log1p)
-expm1 = _unary("expm1", vjp_expm1, reads_inputs=False, reads_out=True)
+exp = _unary("exp", vjp_exp, reads_inputs=False, reads_out=True, dtype="float")
+log = _unary("log", vjp_log, convention="log of a negative number is nan", dtype="float")
+log1p = _unary("log1p", vjp_log1p, dtype="float")
+expm1 = _unary("expm1", vjp_expm1, reads_inputs=False, reads_out=True, dtype="float")
 sqrt = _unary("sqrt", vjp_sqrt, reads_inputs=False, reads_out=True,
-              convention="sqrt'(0) = inf")
-square = _unary("square", vjp_square)
+              convention="sqrt'(0) = inf", dtype="float")
+square = _unary("square", vjp_square, dtype="same")
 reciprocal = _unary("reciprocal", vjp_reciprocal, reads_inputs=False, reads_out=True)
-sin = _unary("sin", vjp_sin)
-cos = _unary("cos", vjp_cos)
-tan = _unary("tan", vjp_tan, reads_inputs=False, reads_out=True)
-tanh = _unary("tanh", vjp_tanh, reads_inputs=False, reads_out=True)
-sinh = _unary("sinh", vjp_sinh)
-cosh = _unary("cosh", vjp_cosh)
-arcsin = _unary("arcsin", vjp_arcsin)
-arccos = _unary("arccos", vjp_arccos)
-arctan = _unary("arctan", vjp_arctan)
-absolute = _unary("absolute", vjp_absolute, np_name="abs", convention="abs'(0) = 0")
-sign = _unary("sign", None, zero_grad=True, convention="zero gradient everywhere")
+sin = _unary("sin", vjp_sin, dtype="float")
+cos = _unary("cos", vjp_cos, dtype="float")
+tan = _unary("tan", vjp_tan, reads_inputs=False, reads_out=True, dtype="float")
+tanh = _unary("tanh", vjp_tanh, reads_inputs=False, reads_out=True, dtype="float")
+sinh = _unary("sinh", vjp_sinh, dtype="float")
+cosh = _unary("cosh", vjp_cosh, dtype="float")
+arcsin = _unary("arcsin", vjp_arcsin, dtype="float")
+arccos = _unary("arccos", vjp_arccos, dtype="float")
+arctan = _unary("arctan", vjp_arctan, dtype="float")
+absolute = _unary("absolute", vjp_absolute, np_name="abs", convention="abs'(0) = 0", dtype="same")
+sign = _unary("sign", None, zero_grad=True, convention="zero gradient everywhere", dtype="same")
 floor = _unary("floor", None, zero_grad=True, convention="zero gradient everywhere")
 ceil = _unary("ceil", None, zero_grad=True, convention="zero gradient everywhere")
 trunc = _unary("trunc", None, zero_grad=True, convention="zero gradient everywhere")
 relu = defop("relu", _relu, vjp_relu, spell=call("relu"), elementwise=True,
              convention="relu'(0) = 0")
 sigmoid = defop("sigmoid", _sigmoid, vjp_sigmoid, spell=call("sigmoid"), elementwise=True,
-                reads_inputs=False, reads_out=True)
+                reads_inputs=False, reads_out=True, dtype="float")
 softplus = defop("softplus", _softplus, vjp_softplus, spell=call("softplus"),
-                 elementwise=True, doc="log(1 + exp(x)), computed without overflow")
+                 elementwise=True, doc="log(1 + exp(x)), computed without overflow", dtype="float")
 
 
 # ---- remainders: x % y = x - floor(x / y) * y, fmod(x, y) = x - trunc(x / y) * y ----------
@@ -320,14 +320,14 @@ def _clip(x, lo, hi):
 
 
 maximum = _binary("maximum", vjp_maximum_x, vjp_maximum_y,
-                  convention="ties split the gradient 0.5 / 0.5")
+                  convention="ties split the gradient 0.5 / 0.5", dtype="same")
 minimum = _binary("minimum", vjp_maximum_y, vjp_maximum_x,
-                  convention="ties split the gradient 0.5 / 0.5")
+                  convention="ties split the gradient 0.5 / 0.5", dtype="same")
 where = defop("where", _ufunc("where"), None, vjp_where_x, vjp_where_y, nondiff=(0,),
-              broadcasts=True, elementwise=True, spell=call("np.where"))
+              broadcasts=True, elementwise=True, spell=call("np.where"), dtype="same")
 clip = defop("clip", _clip, vjp_clip_x, vjp_clip_lo, vjp_clip_hi, broadcasts=True,
              elementwise=True, spell=call("np.clip"),
-             convention="on a bound the gradient goes to x")
+             convention="on a bound the gradient goes to x", dtype="same")
 
 
 # ---- more math functions ----------------------------------------------------------------------

@@ -56,11 +56,13 @@ def _bilinear(name, fwd, grad_a, grad_b, spell, defaults=None):
 
     for fn, nm in ((vjp_a, "a"), (vjp_b, "b")):
         fn.__name__ = f"vjp_{name}_{nm}"
-    f = defop(name, fwd, vjp_a, vjp_b, spell=spell, defaults=defaults)
+    facts = dict(kind="bilinear", dtype="same", defaults=defaults)
+    f = defop(name, fwd, vjp_a, vjp_b, spell=spell, **facts)
+    # f_grad_a(g, a, b) has the shape of a, f_grad_b(g, a, b) that of b
     fa = defop(f"{name}_grad_a", grad_a, vjp_fa_g, None, vjp_fa_b, nondiff=(1,),
-               spell=call(f"{name}_grad_a"), defaults=defaults)
+               spell=call(f"{name}_grad_a"), shape_like=1, **facts)
     fb = defop(f"{name}_grad_b", grad_b, vjp_fb_g, vjp_fb_a, None, nondiff=(2,),
-               spell=call(f"{name}_grad_b"), defaults=defaults)
+               spell=call(f"{name}_grad_b"), shape_like=2, **facts)
     return f, fa, fb
 
 
@@ -246,7 +248,7 @@ def vjp_trace_transpose(c, out, g, newshape, offset=0, axis1=0, axis2=1):
 
 _TR = dict(offset=0, axis1=0, axis2=1)
 trace = defop("trace", _trace, vjp_trace, reads_inputs=False, spell=call("np.trace"),
-              defaults=_TR)
+              defaults=_TR, dtype="same_if_float")
 trace_transpose = defop("trace_transpose", _trace_transpose, vjp_trace_transpose,
                         nondiff=(1,), reads_inputs=False, spell=call("trace_transpose"),
                         defaults=_TR)

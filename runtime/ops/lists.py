@@ -39,12 +39,12 @@ def _list_append(lst, item, pos):
 
 
 LIST_FROM = Primitive("list_from", lambda *items: list(items), vjps=(vjp_list_from,),
-                      variadic=True, creator=True, spell=lambda i, p, d: f"[{', '.join(i)}]")
+                      variadic=True, creator=True, kind="list", spell=lambda i, p, d: f"[{', '.join(i)}]")
 LIST_APPEND = Primitive("list_append", _list_append,
-                        vjps=(vjp_list_append_list, vjp_list_append_item), nondiff=(2,),
+                        vjps=(vjp_list_append_list, vjp_list_append_item), nondiff=(2,), kind="list",
                         spell=lambda i, p, d: f"{i[0]}.append({i[1]})")
 LIST_ZEROS = Primitive("list_zeros", lambda lst: [numpy.zeros_like(e) for e in lst], meta=True,
-                       creator=True,
+                       creator=True, kind="list",
                        spell=lambda i, p, d: f"[np.zeros_like(e) for e in {i[0]}]")
 
 

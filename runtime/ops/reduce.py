@@ -132,23 +132,23 @@ def _logsumexp(x, axis=None, keepdims=False):
 
 def _reduction(name, impl, rule, extra=None, **kw):
     defaults = dict(_RED, **(extra or {}))
-    return defop(name, impl, rule, defaults=defaults,
+    return defop(name, impl, rule, defaults=defaults, kind="reduction",
                  spell=call(f"np.{name}" if name != "logsumexp" else "logsumexp"), **kw)
 
 
-sum = _reduction("sum", _method("sum"), vjp_sum, reads_inputs=False)
-mean = _reduction("mean", _method("mean"), vjp_mean, reads_inputs=False)
+sum = _reduction("sum", _method("sum"), vjp_sum, reads_inputs=False, dtype="same_if_float")
+mean = _reduction("mean", _method("mean"), vjp_mean, reads_inputs=False, dtype="float")
 prod = _reduction("prod", _method("prod"), vjp_prod, reads_out=True,
-                  convention="exact at zeros")
+                  convention="exact at zeros", dtype="same_if_float")
 max = _reduction("max", _method("max"), vjp_max, reads_out=True,
-                 convention="ties share the gradient evenly")
+                 convention="ties share the gradient evenly", dtype="same")
 min = _reduction("min", _method("min"), vjp_max, reads_out=True,
-                 convention="ties share the gradient evenly")
-var = _reduction("var", _method("var"), vjp_var, extra=dict(ddof=0))
+                 convention="ties share the gradient evenly", dtype="same")
+var = _reduction("var", _method("var"), vjp_var, extra=dict(ddof=0), dtype="float")
 std = _reduction("std", _method("std"), vjp_std, extra=dict(ddof=0), reads_out=True,
-                  convention="0 where std is 0")
+                  convention="0 where std is 0", dtype="float")
 logsumexp = _reduction("logsumexp", _logsumexp, vjp_logsumexp, reads_out=True,
-                       convention="stable form")
+                       convention="stable form", dtype="float")
 
 
 

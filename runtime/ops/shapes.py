@@ -36,7 +36,7 @@ def _shape_of(x):
 
 # ---- meta: shapes as values ------------------------------------------------------------------
 
-shape = defop("shape", _shape_of, meta=True, zero_grad=True, spell=fmt("{0}.shape"))
+shape = defop("shape", _shape_of, meta=True, zero_grad=True, spell=fmt("{0}.shape"), kind="shape_of")
 ndim = defop("ndim", lambda x: len(_shape_of(x)), meta=True, zero_grad=True, spell=fmt("{0}.ndim"))
 
 
@@ -282,46 +282,70 @@ def _ones_like(x):
     return get_xp(x).ones_like(x)
 
 
+def slice_shape_key(idx):
+    """A key equal for constant basic indices that give the same shape from any array
+    (None when not sure): per axis, slice(k, None) and slice(None, -k) both keep n - k
+    elements, slice(None) keeps n; an int drops the axis. Other forms get no key."""
+    items = idx if isinstance(idx, tuple) else (idx,)
+    key = []
+    for it in items:
+        if isinstance(it, (int, numpy.integer)) and not isinstance(it, bool):
+            key.append("drop")
+        elif isinstance(it, slice) and it.step in (None, 1):
+            a, b = it.start, it.stop
+            if a is None and b is None:
+                key.append(("n", 0))
+            elif isinstance(a, int) and a >= 0 and b is None:
+                key.append(("n", -a))
+            elif a is None and isinstance(b, int) and b < 0:
+                key.append(("n", b))
+            else:
+                return None
+        else:
+            return None
+    return tuple(key)
+
+
 # ---- the table -------------------------------------------------------------------------------
 
 reshape = defop("reshape", _xp_fn("reshape"), vjp_reshape, nondiff=(1,), view=True, reads_inputs=False,
-                spell=call("np.reshape"))
+                spell=call("np.reshape"), kind="movement", dtype="same", shape_arg=1)
 transpose = defop("transpose", _xp_fn("transpose"), vjp_transpose, view=True, reads_inputs=False,
-                  spell=call("np.transpose"), defaults=dict(axes=None))
+                  spell=call("np.transpose"), defaults=dict(axes=None), kind="movement", dtype="same")
 swapaxes = defop("swapaxes", _xp_fn("swapaxes"), vjp_swapaxes, view=True, reads_inputs=False,
-                 spell=call("np.swapaxes"))
+                 spell=call("np.swapaxes"), kind="movement", dtype="same")
 moveaxis = defop("moveaxis", _xp_fn("moveaxis"), vjp_moveaxis, view=True, reads_inputs=False,
-                 spell=call("np.moveaxis"))
+                 spell=call("np.moveaxis"), kind="movement", dtype="same")
 expand_dims = defop("expand_dims", _xp_fn("expand_dims"), vjp_expand_dims,
-                    view=True, reads_inputs=False, spell=call("np.expand_dims"))
+                    view=True, reads_inputs=False, spell=call("np.expand_dims"), kind="movement", dtype="same")
 squeeze = defop("squeeze", _xp_fn("squeeze"), vjp_squeeze, view=True, reads_inputs=False,
-                spell=call("np.squeeze"), defaults=dict(axis=None))
+                spell=call("np.squeeze"), defaults=dict(axis=None), kind="movement", dtype="same")
 broadcast_to = defop("broadcast_to", _xp_fn("broadcast_to"), vjp_broadcast_to, nondiff=(1,),
-                     view=True, reads_inputs=False, spell=call("np.broadcast_to"))
+                     view=True, reads_inputs=False, spell=call("np.broadcast_to"), kind="movement", dtype="same", shape_arg=1)
 sum_to = defop("sum_to", sum_to_impl, vjp_sum_to, nondiff=(1,), view=True, reads_inputs=False,
-               spell=call("sum_to"), doc="sum down to a shape: the reverse of broadcasting")
+               spell=call("sum_to"), doc="sum down to a shape: the reverse of broadcasting", dtype="same_if_float", shape_arg=1)
 concatenate = defop("concatenate", _concatenate, vjp_concatenate, variadic=True,
-                    reads_inputs=False, defaults=dict(axis=0))
+                    reads_inputs=False, defaults=dict(axis=0), kind="movement", dtype="same")
 concatenate.spell = lambda ins, params, d: (
     f"np.concatenate([{', '.join(ins)}]"
     + ("" if params.get("axis", 0) == 0 else f", axis={params['axis']!r}") + ")")
 stack = defop("stack", _stack, vjp_stack, variadic=True, reads_inputs=False,
-              defaults=dict(axis=0))
+              defaults=dict(axis=0), kind="movement", dtype="same")
 stack.spell = lambda ins, params, d: (
     f"np.stack([{', '.join(ins)}]"
     + ("" if params.get("axis", 0) == 0 else f", axis={params['axis']!r}") + ")")
 flip = defop("flip", _xp_fn("flip"), vjp_flip, view=True, reads_inputs=False, spell=call("np.flip"),
-             defaults=dict(axis=None))
+             defaults=dict(axis=None), kind="movement", dtype="same")
 getitem = defop("getitem", _getitem, vjp_getitem, nondiff=(1,), view=True, reads_inputs=False,
-                spell=fmt("{0}[{1}]"))
+                spell=fmt("{0}[{1}]"), kind="movement", dtype="same", shape_key=slice_shape_key, on_meta=True)
 scatter_add = defop("scatter_add", _scatter_add, vjp_scatter_add, nondiff=(1, 2),
                     reads_inputs=False, spell=call("scatter_add"),
-                    doc="zeros of `newshape` with `v` added at `idx` (repeats accumulate)")
+                    doc="zeros of `newshape` with `v` added at `idx` (repeats accumulate)", dtype="same", shape_arg=2)
 setitem = defop("setitem", _setitem, vjp_setitem_x, None, vjp_setitem_v, nondiff=(1,),
                 reads_inputs=False, spell=call("setitem"),
                 doc="a copy of x with x[idx] = v: numpy's item assignment, without mutation")
 cast_like = defop("cast_like", _cast_like, vjp_cast_like, nondiff=(1,), view=True, reads_inputs=False,
-                  spell=call("cast_like"), doc="x in the dtype of `like`")
+                  spell=call("cast_like"), doc="x in the dtype of `like`", dtype=("like", 1), shape_like=0)
 def _casts_to_integers(args, params) -> bool:
     """astype to an integer or boolean dtype is piecewise constant: no derivative."""
     return len(args) > 1 and numpy.dtype(args[1]).kind not in "fc"
@@ -345,9 +369,9 @@ def vjp_to_float(g, out, x):
 to_float = defop("to_float", _to_float, vjp_to_float, view=True, reads_inputs=False, spell=call("to_float"),
                  doc="Python's float() of a 0-d array (what math.exp(x) and float(x) do)")
 zeros_like = defop("zeros_like", _zeros_like, differentiable=False, creator=True,
-                   spell=call("np.zeros_like"))
+                   spell=call("np.zeros_like"), dtype="same", shape_like=0)
 ones_like = defop("ones_like", _ones_like, differentiable=False, creator=True,
-                  spell=call("np.ones_like"))
+                  spell=call("np.ones_like"), dtype="same", shape_like=0)
 
 
 def _creator(name):
