@@ -16,6 +16,7 @@ from .mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noq
 from .tensor import Tensor, tensor  # noqa: F401
 from .viz import to_dot  # noqa: F401
 from . import functional as _functional
+from . import optim  # noqa: F401
 
 # runtime.exp, runtime.sum(t, dim=0), runtime.zeros(2, 3), runtime.softmax(t, dim)...: made
 # from the op set's tables (runtime/functional.py); not in __all__, since several shadow
@@ -23,5 +24,5 @@ from . import functional as _functional
 _functional.install(globals())
 
 __all__ = ["Tensor", "tensor", "no_grad", "enable_grad", "set_grad_enabled",
-           "is_grad_enabled", "gradcheck", "numerical_grad", "to_dot", "ops",
+           "is_grad_enabled", "gradcheck", "numerical_grad", "to_dot", "ops", "optim",
            "functional"]

@@ -34,18 +34,22 @@ def test_textbook_prints_the_hand_computed_values():
     assert "at x=2:   12, 12 " in out
 
 
-def test_train_tape_decreases_the_loss():
+def test_train_tape_decreases_the_loss_with_both_optimizers():
     out = run_example("train_tape.py")
     initial = float(re.search(r"^initial loss ([0-9.eE+-]+)$", out, re.M).group(1))
-    final = float(re.search(r"^final loss ([0-9.eE+-]+)$", out, re.M).group(1))
-    assert final < initial
-    assert final < 0.5 * initial  # it really trains, not just a lucky step
-    steps = [int(m) for m in re.findall(r"^step +(\d+) +loss", out, re.M)]
-    assert steps[0] == 0 and steps[-1] == 200
+    sections = re.split(r"^== (\w+) \(.*\) ==$", out, flags=re.M)[1:]
+    assert [sections[0], sections[2]] == ["SGD", "Adam"]
+    for name, text in zip(sections[::2], sections[1::2]):
+        final = float(re.search(rf"^final loss {name} ([0-9.eE+-]+)$", out, re.M).group(1))
+        assert final < 0.1 * initial, name  # it really trains, not just a lucky step
+        steps = [int(m) for m in re.findall(r"^step +(\d+) +loss", text, re.M)]
+        assert steps == list(range(0, 201, 25)), name
+        first = float(re.search(r"^step +0 +loss ([0-9.]+)$", text, re.M).group(1))
+        assert abs(first - initial) < 1e-5  # both start from the same weights
     if importlib.util.find_spec("matplotlib") is not None:
         assert os.path.getsize(os.path.join(EXAMPLES, "loss.png")) > 0
     else:
-        assert "matplotlib is not installed" in out
+        assert "matplotlib is not installed" in out and 'pip install "srcgrad[plot]"' in out
 
 
 def test_quickstart_trains_checks_against_the_tape_and_prints_the_source():
