@@ -59,3 +59,20 @@ def test_quickstart_trains_checks_against_the_tape_and_prints_the_source():
     diff = float(re.search(r"^max \|srcgrad - tape\| = ([0-9.eE+-]+)$", out, re.M).group(1))
     assert diff < 1e-12
     assert "def grad_loss(W, b, X, y):" in out
+    if importlib.util.find_spec("matplotlib") is not None:
+        path = os.path.join(EXAMPLES, "quickstart_loss.png")
+        assert f"saved the loss curve to {path}" in out and os.path.getsize(path) > 0
+    else:
+        assert 'install matplotlib: pip install "srcgrad[plot]"' in out
+
+
+def test_readme_examples_prints_what_the_readme_says_it_computes():
+    out = run_example("readme_examples.py")
+    assert "dx = [0.6429], dy = [0.2381]" in out  # README: `# [0.6429], [0.2381]`
+    assert "[[0.96 0.  ]\n [0.   0.  ]]" in out  # README: `# [[0.96, 0.], [0., 0.]]`
+    assert "hvp of energy at [ 0.5 -1. ], v = [1. 1.]: [0.96 0.  ]" in out
+    before = float(re.search(r"^mlp loss ([0-9.]+);", out, re.M).group(1))
+    after = float(re.search(r"^mlp loss after 50 gradient steps: ([0-9.]+)$", out,
+                            re.M).group(1))
+    assert after < 0.5 * before
+    assert "evaluating at [1. 2.]" in out  # the verbatim print ran
