@@ -88,8 +88,11 @@ class Optimizer:
                 else:
                     if p.grad.grad_fn is not None:  # a grad made with create_graph
                         p.grad = p.grad.detach()
-                    with no_grad():
-                        p.grad.zero_()
+                    try:
+                        with no_grad():
+                            p.grad.zero_()
+                    except ValueError:  # read-only memory (a broadcast view): new zeros
+                        p.grad = Tensor(p.grad.xp.zeros_like(p.grad.data))
 
     def _params_with_grad(self, group):
         return [p for p in group["params"] if p.grad is not None]
