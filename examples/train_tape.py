@@ -1,10 +1,11 @@
-"""Train a small model with the tape engine: one hidden relu layer, a sin output, mean
-squared error and plain gradient descent on synthetic data.
+"""Train a small model on the tape engine, PyTorch style: a one-hidden-layer relu network
+fitted to a noisy curve by mean squared error, once with SGD (momentum) and once with Adam
+from `runtime.optim`, from the same initial weights.
 
     python examples/train_tape.py
 
-Prints the loss every 25 steps and saves the loss curve as examples/loss.png when
-matplotlib is installed (otherwise the curve is only printed).
+Prints the loss every 25 steps and saves both loss curves as examples/loss.png when
+matplotlib is installed (`pip install "srcgrad[plot]"`); otherwise prints the curves.
 """
 import os
 
@@ -13,7 +14,10 @@ import numpy as np
 import runtime as rt
 
 STEPS = 200
-LEARNING_RATE = 0.1
+OPTIMIZERS = {  # name -> (class, options)
+    "SGD": (rt.optim.SGD, dict(lr=0.05, momentum=0.9)),
+    "Adam": (rt.optim.Adam, dict(lr=0.02)),
+}
 
 
 def make_data(rng, n=64):
@@ -22,73 +26,78 @@ def make_data(rng, n=64):
     return x, y + 0.05 * rng.standard_normal(y.shape)
 
 
-def init_params(rng, hidden=8):
+def init_params(seed, hidden=16):
+    g = np.random.default_rng(seed)
     return dict(
-        W1=rt.tensor(rng.normal(0.0, 1.0, (1, hidden)), requires_grad=True),
-        b1=rt.tensor(np.zeros(hidden), requires_grad=True),
-        W2=rt.tensor(rng.normal(0.0, 0.3, (hidden, 1)), requires_grad=True),
-        b2=rt.tensor(np.zeros(1), requires_grad=True),
+        W1=rt.randn(1, hidden, generator=g, requires_grad=True),
+        b1=rt.zeros(hidden, requires_grad=True),
+        W2=(0.3 * rt.randn(hidden, 1, generator=g)).requires_grad_(),
+        b2=rt.zeros(1, requires_grad=True),
     )
 
 
 def model(p, x):
-    h = (x @ p["W1"] + p["b1"]).relu()
-    return np.sin(h @ p["W2"] + p["b2"])  # numpy's sin records on the tape
+    h = rt.relu(rt.matmul(x, p["W1"]) + p["b1"])
+    return rt.matmul(h, p["W2"]) + p["b2"]
 
 
 def mse(pred, y):
-    return np.mean((pred - y) ** 2)
+    return rt.mean((pred - y) ** 2)
 
 
-def train(steps=STEPS, lr=LEARNING_RATE, seed=0):
-    rng = np.random.default_rng(seed)
-    x, y = make_data(rng)
-    params = init_params(rng)
+def train(name, steps=STEPS, seed=0):
+    x, y = make_data(np.random.default_rng(seed))
+    params = init_params(seed + 1)
+    cls, options = OPTIMIZERS[name]
+    opt = cls(params.values(), **options)
+    print(f"== {name} ({', '.join(f'{k}={v}' for k, v in options.items())}) ==")
     losses = []
     for step in range(steps + 1):
+        opt.zero_grad()
         loss = mse(model(params, x), y)
         losses.append(float(loss))
         if step % 25 == 0:
             print(f"step {step:3d}  loss {float(loss):.5f}")
         if step == steps:
             break
-        for t in params.values():
-            t.zero_grad()
         loss.backward()
-        with rt.no_grad():  # the update itself is not part of the model
-            for t in params.values():
-                t -= lr * t.grad
+        opt.step()
     return losses
 
 
-def save_curve(losses, path):
+def save_curves(curves, path):
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        print("matplotlib is not installed; the loss curve, every 10 steps:")
-        print("  " + " ".join(f"{v:.4f}" for v in losses[::10]))
+        print('matplotlib is not installed (pip install "srcgrad[plot]" to save the loss '
+              "curves as a picture); the losses every 10 steps:")
+        for name, losses in curves.items():
+            print(f"  {name}: " + " ".join(f"{v:.4f}" for v in losses[::10]))
         return None
     fig, ax = plt.subplots(figsize=(5, 3.5))
-    ax.plot(losses)
+    for name, losses in curves.items():
+        ax.plot(losses, label=name)
     ax.set_xlabel("step")
     ax.set_ylabel("mean squared error")
     ax.set_yscale("log")
-    ax.set_title("gradient descent on the tape")
+    ax.set_title("a small network trained on the tape")
+    ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
-    print(f"saved the loss curve to {path}")
+    print(f"saved the loss curves to {path}")
     return path
 
 
 def main():
-    losses = train()
-    print(f"initial loss {losses[0]:.6f}")
-    print(f"final loss {losses[-1]:.6f}")
-    save_curve(losses, os.path.join(os.path.dirname(os.path.abspath(__file__)), "loss.png"))
+    curves = {name: train(name) for name in OPTIMIZERS}
+    print(f"initial loss {curves['SGD'][0]:.6f}")
+    for name, losses in curves.items():
+        print(f"final loss {name} {losses[-1]:.6f}")
+    save_curves(curves, os.path.join(os.path.dirname(os.path.abspath(__file__)), "loss.png"))
 
 
 if __name__ == "__main__":

@@ -12,6 +12,8 @@ Pipeline (one module each): frontend (parse) -> lower (AST to IR) -> reverse (ad
 -> optimize -> codegen (Python source) -> cache. Derivative rules come from the op set in
 `runtime.ops`, shared with the tape engine `runtime`.
 """
+__version__ = "0.1.0"  # the one place it is written (pyproject.toml reads it from here)
+
 from .api import (clear_cache, grad, hessian, hvp, jacobian, jvp, show,  # noqa: F401
                   value_and_grad, vjp)
 from .errors import (CacheWarning, RecursiveCallError, SourceChangedError,  # noqa: F401
@@ -21,7 +23,6 @@ from .errors import (CacheWarning, RecursiveCallError, SourceChangedError,  # no
 from runtime.ops import stop_gradient  # noqa: F401  (x with no gradient: the tape's detach)
 from runtime.ops.custom import primitive  # noqa: F401
 
-__version__ = "0.1.0"
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "hvp", "hessian", "jacobian", "show",
            "primitive", "stop_gradient", "clear_cache", "SrcgradError",
            "UnsupportedSyntaxError", "UnknownFunctionError", "SourceUnavailableError",

@@ -1,7 +1,9 @@
-"""Command line:
+"""Command line (`srcgrad ...` once installed, or `python -m srcgrad ...`):
 
-    python -m srcgrad show path/to/file.py:func [--wrt x,y] [--ir] [--mode M]
-    python -m srcgrad ops [NAME ...]      (also `srcgrad ops` once installed)
+    srcgrad show path/to/file.py:func [--wrt x,y] [--ir] [--mode M]
+    srcgrad ops [NAME ...]
+    srcgrad cache info | clear | prune
+    srcgrad --version
 """
 from __future__ import annotations
 
@@ -80,13 +82,61 @@ def _ops(names) -> int:
     return 0 if not names or rows else 1
 
 
+def _size(n: int) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)  # pragma: no cover
+
+
+def _cache(action: str) -> int:
+    """`srcgrad cache info|clear|prune`: the disk cache's location and contents, emptying
+    it, or deleting its stale entries (and enforcing the size cap)."""
+    from . import cache
+
+    d = cache.cache_dir()
+    if d is None:
+        print("the disk cache is off (SRCGRAD_CACHE_DIR is set to the empty string)")
+        return 0
+    if action == "clear":
+        n = cache.clear()
+        print(f"removed {n} file{'s' * (n != 1)} from {d}")
+        return 0
+    if action == "prune":
+        done = cache.prune(stale=True)
+        print(f"removed {done['removed']} entr{'y' if done['removed'] == 1 else 'ies'} "
+              f"({_size(done['freed'])}) from {d}")
+        return 0
+    found = cache.info()
+    cap = found["max_bytes"]
+    print(f"location: {d}")
+    if not os.path.isdir(d):
+        state = "not created yet"
+    elif not found["usable"]:
+        state = "not used: not a private directory of this user's (chmod 700 it)"
+    else:
+        state = "in use"
+    print(f"state:    {state}")
+    print(f"entries:  {found['entries']}"
+          + (f" ({found['stale']} stale: from another srcgrad version or build)"
+             if found["stale"] else ""))
+    print(f"size:     {_size(found['bytes'])} ({found['bytes']} bytes)")
+    print("cap:      " + ("none (SRCGRAD_CACHE_MAX_MB=0)" if cap is None else
+                          f"{_size(cap)} (SRCGRAD_CACHE_MAX_MB; stale, then least recently "
+                          "used entries are pruned beyond it)"))
+    return 0
+
+
 def main(argv=None) -> int:
-    from . import api
+    from . import __version__, api
     from .errors import SrcgradError
 
-    parser = argparse.ArgumentParser(prog="python -m srcgrad",
+    parser = argparse.ArgumentParser(prog="srcgrad",
                                      description="Show the gradient code srcgrad generates, "
-                                     "and the numpy functions it differentiates.")
+                                     "the numpy functions it differentiates, and its disk "
+                                     "cache.")
+    parser.add_argument("--version", action="version", version=f"srcgrad {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     show = sub.add_parser("show", help="print the generated source of a function's gradient")
     show.add_argument("target", help="path/to/file.py:function")
@@ -96,9 +146,17 @@ def main(argv=None) -> int:
                       choices=["grad", "value_and_grad", "vjp", "jvp", "hvp"])
     ops = sub.add_parser("ops", help="list the numpy functions srcgrad differentiates")
     ops.add_argument("names", nargs="*", help="only these (np.tanh, tanh, ndarray.sum...)")
+    cache = sub.add_parser("cache", help="the disk cache of generated code: info, clear, "
+                           "prune")
+    cache.add_argument("action", choices=["info", "clear", "prune"],
+                       help="info: location, entries and size; clear: delete every entry; "
+                       "prune: delete the stale entries (another srcgrad version or build) "
+                       "and enforce the size cap")
     args = parser.parse_args(argv)
     if args.command == "ops":
         return _ops(args.names)
+    if args.command == "cache":
+        return _cache(args.action)
     fn = _load(args.target)
     if isinstance(fn, api.CompiledFunction):
         if args.wrt is None and args.mode == fn.kind:

@@ -28,6 +28,13 @@ since it was defined (SourceChangedError).
 
 Files are written to a temporary name and renamed into place, so a reader never sees a
 half-written file and concurrent writers cannot corrupt one.
+
+The cache is bounded: after each store, when its entries take more than
+`$SRCGRAD_CACHE_MAX_MB` megabytes (default 256; 0 turns the cap off), entries are deleted
+down to 90% of the cap: first the stale ones (another cache format, another srcgrad version
+or build: never read again by this one, whose keys differ), then the least recently used
+(a load touches its entry's modification time). `info()` and `clear()` back the
+`srcgrad cache info|clear|prune` commands.
 """
 from __future__ import annotations
 
@@ -37,6 +44,8 @@ import json
 import marshal
 import linecache
 import os
+import re
+import time
 import stat
 import sys
 import tempfile
@@ -45,13 +54,19 @@ import warnings
 
 import numpy
 
+from . import __version__
 from .errors import CacheWarning
 from .frontend import code_names
 
-__all__ = ["cache_dir", "cache_key", "load", "store", "clear", "exec_source"]
+__all__ = ["cache_dir", "cache_key", "load", "store", "clear", "exec_source", "info",
+           "prune", "max_bytes"]
 
-VERSION = "0.1.0"
+VERSION = __version__
 _MAGIC = "# srcgrad-cache v2"
+#: the size cap's default, in megabytes (`$SRCGRAD_CACHE_MAX_MB` overrides it)
+DEFAULT_MAX_MB = 256
+#: an entry's files: `<64 hex digits>.py` and `.pyc`
+_ENTRY_NAME = re.compile(r"([0-9a-f]{64})\.pyc?")
 
 
 def cache_dir() -> str | None:
@@ -258,6 +273,10 @@ def load(key: str):
         warnings.warn(f"srcgrad cache file {path} {problem}; it was not executed and will be "
                       "regenerated", CacheWarning, stacklevel=4)
         return None
+    try:  # used now: the last to go when the cache is pruned
+        os.utime(path)
+    except OSError:
+        pass
     return text, meta, path
 
 
@@ -269,7 +288,8 @@ def store(key: str, source: str, meta: dict) -> str | None:
     # the compiled module goes beside the source (a later process skips compiling it); the
     # source's hashed header records the bytecode's hash, so neither is trusted alone
     blob = marshal.dumps(compile("\n\n" + source, path, "exec"))
-    meta = dict(meta, key=key, code=_code_digest(key, blob, source))
+    meta = dict(meta, key=key, code=_code_digest(key, blob, source), version=VERSION,
+                compiler=_compiler_id())
     meta_line = "# meta=" + json.dumps(meta, sort_keys=True)
     text = f"{_MAGIC} sha256={_digest(key, meta_line, source)}\n{meta_line}\n{source}"
     try:
@@ -277,6 +297,10 @@ def store(key: str, source: str, meta: dict) -> str | None:
         _write_atomic(path, text.encode("utf-8"))
     except OSError:
         return None
+    try:
+        _enforce_cap(os.path.dirname(path), keep=key)
+    except OSError:  # pruning is housekeeping: a failure never fails the store
+        pass
     return path
 
 
@@ -336,14 +360,169 @@ def clear() -> int:
         return 0
     n = 0
     for name in os.listdir(d):
-        if name.endswith((".py", ".pyc")) and (len(name) in (67, 68) or
-                                                  name.startswith(".tmp-")):
+        if _ENTRY_NAME.fullmatch(name) or (name.startswith(".tmp-") and name.endswith(".py")):
             try:
                 os.unlink(os.path.join(d, name))
                 n += 1
             except OSError:
                 pass
     return n
+
+
+# ---- the size cap --------------------------------------------------------------------------------
+
+_WARNED_CAP = []
+
+
+def max_bytes() -> int | None:
+    """The cache's size cap in bytes (`$SRCGRAD_CACHE_MAX_MB`, default DEFAULT_MAX_MB
+    megabytes), or None when it is turned off (0). A value that is not a number is reported
+    once, with a CacheWarning, and the default used."""
+    env = os.environ.get("SRCGRAD_CACHE_MAX_MB", "").strip()
+    mb = DEFAULT_MAX_MB
+    if env:
+        try:
+            mb = float(env)
+            if mb != mb or mb < 0:
+                raise ValueError(env)
+        except ValueError:
+            mb = DEFAULT_MAX_MB
+            if env not in _WARNED_CAP:
+                _WARNED_CAP.append(env)
+                warnings.warn(f"SRCGRAD_CACHE_MAX_MB={env!r} is not a number of megabytes "
+                              f">= 0; using {DEFAULT_MAX_MB}", CacheWarning, stacklevel=3)
+    return None if mb == 0 else int(mb * 1024 * 1024)
+
+
+class _Entry:
+    __slots__ = ("key", "paths", "size", "used")
+
+    def __init__(self, key):
+        self.key, self.paths, self.size, self.used = key, [], 0, 0.0
+
+
+def _entries(d: str) -> tuple[dict, list]:
+    """key -> _Entry for the entry files in `d` (regular files only), and the paths of
+    temporary files left more than an hour ago by writers that died."""
+    entries, leftovers = {}, []
+    now = time.time()
+    with os.scandir(d) as it:
+        for de in it:
+            m = _ENTRY_NAME.fullmatch(de.name)
+            try:
+                st = de.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            if m is None:
+                if de.name.startswith(".tmp-") and now - st.st_mtime > 3600:
+                    leftovers.append(de.path)
+                continue
+            e = entries.setdefault(m.group(1), _Entry(m.group(1)))
+            e.paths.append(de.path)
+            e.size += st.st_size
+            if de.name.endswith(".py"):  # loads touch the source file
+                e.used = max(e.used, st.st_mtime)
+            elif not e.used:
+                e.used = st.st_mtime
+    return entries, leftovers
+
+
+def _is_stale(d: str, key: str) -> bool:
+    """An entry this srcgrad never reads again: no source file, another cache format, or
+    written by another srcgrad version or build (its key can never be asked for)."""
+    try:
+        with open(os.path.join(d, key + ".py"), encoding="utf-8") as f:
+            head, meta_line = f.readline(), f.readline()
+        meta = json.loads(meta_line[len("# meta="):]) if meta_line.startswith("# meta=") \
+            else None
+    except (OSError, UnicodeDecodeError, ValueError):
+        return True
+    return not (head.startswith(_MAGIC + " sha256=") and isinstance(meta, dict) and
+                meta.get("version") == VERSION and meta.get("compiler") == _compiler_id())
+
+
+def _remove(entry) -> int:
+    freed = 0
+    for p in entry.paths:
+        try:
+            size = os.lstat(p).st_size
+            os.unlink(p)
+            freed += size
+        except OSError:
+            pass
+    return freed
+
+
+def prune(limit: int | None = None, keep: str | None = None, stale: bool = False) -> dict:
+    """Delete entries until the cache takes at most `limit` bytes (default: 90% of
+    `max_bytes()`, nothing when there is no cap): stale entries first, then the least
+    recently used; never `keep`. With `stale=True` every stale entry goes, whatever the
+    size. Returns {"removed": entries, "freed": bytes}."""
+    d = cache_dir()
+    done = {"removed": 0, "freed": 0}
+    if d is None or not _usable_dir(d, create=False):
+        return done
+    if limit is None:
+        cap = max_bytes()
+        limit = None if cap is None else int(cap * 0.9)
+    entries, leftovers = _entries(d)
+    for p in leftovers:
+        try:
+            os.unlink(p)
+        except OSError:
+            pass
+    total = sum(e.size for e in entries.values())
+    if not stale and (limit is None or total <= limit):
+        return done
+    candidates = sorted((e for e in entries.values() if e.key != keep),
+                        key=lambda e: e.used)
+    stale_ones = [e for e in candidates if _is_stale(d, e.key)]
+    stale_keys = {e.key for e in stale_ones}
+    order = stale_ones + [e for e in candidates if e.key not in stale_keys]
+    for i, e in enumerate(order):
+        if i >= len(stale_ones) or not stale:
+            if limit is None or total <= limit:
+                break
+        total -= e.size
+        done["freed"] += _remove(e)
+        done["removed"] += 1
+    return done
+
+
+def _enforce_cap(d: str, keep: str):
+    cap = max_bytes()
+    if cap is None:
+        return
+    total = 0
+    with os.scandir(d) as it:
+        for de in it:
+            if _ENTRY_NAME.fullmatch(de.name):
+                try:
+                    total += de.stat(follow_symlinks=False).st_size
+                except OSError:
+                    pass
+    if total > cap:
+        prune(int(cap * 0.9), keep=keep)
+
+
+def info() -> dict:
+    """Where the cache is and what it holds: {"dir", "enabled", "usable", "entries",
+    "bytes", "stale", "max_bytes"} (`stale`: entries another srcgrad wrote)."""
+    d = cache_dir()
+    out = {"dir": d, "enabled": d is not None, "usable": False, "entries": 0, "bytes": 0,
+           "stale": 0, "max_bytes": max_bytes()}
+    if d is None or not os.path.isdir(d):
+        return out
+    out["usable"] = _usable_dir(d, create=False)
+    if not out["usable"]:
+        return out
+    entries, _ = _entries(d)
+    out["entries"] = len(entries)
+    out["bytes"] = sum(e.size for e in entries.values())
+    out["stale"] = sum(_is_stale(d, k) for k in entries)
+    return out
 
 
 def exec_source(text: str, filename: str, namespace: dict, code=None) -> dict:

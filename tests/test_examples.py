@@ -34,18 +34,22 @@ def test_textbook_prints_the_hand_computed_values():
     assert "at x=2:   12, 12 " in out
 
 
-def test_train_tape_decreases_the_loss():
+def test_train_tape_decreases_the_loss_with_both_optimizers():
     out = run_example("train_tape.py")
     initial = float(re.search(r"^initial loss ([0-9.eE+-]+)$", out, re.M).group(1))
-    final = float(re.search(r"^final loss ([0-9.eE+-]+)$", out, re.M).group(1))
-    assert final < initial
-    assert final < 0.5 * initial  # it really trains, not just a lucky step
-    steps = [int(m) for m in re.findall(r"^step +(\d+) +loss", out, re.M)]
-    assert steps[0] == 0 and steps[-1] == 200
+    sections = re.split(r"^== (\w+) \(.*\) ==$", out, flags=re.M)[1:]
+    assert [sections[0], sections[2]] == ["SGD", "Adam"]
+    for name, text in zip(sections[::2], sections[1::2]):
+        final = float(re.search(rf"^final loss {name} ([0-9.eE+-]+)$", out, re.M).group(1))
+        assert final < 0.1 * initial, name  # it really trains, not just a lucky step
+        steps = [int(m) for m in re.findall(r"^step +(\d+) +loss", text, re.M)]
+        assert steps == list(range(0, 201, 25)), name
+        first = float(re.search(r"^step +0 +loss ([0-9.]+)$", text, re.M).group(1))
+        assert abs(first - initial) < 1e-5  # both start from the same weights
     if importlib.util.find_spec("matplotlib") is not None:
         assert os.path.getsize(os.path.join(EXAMPLES, "loss.png")) > 0
     else:
-        assert "matplotlib is not installed" in out
+        assert "matplotlib is not installed" in out and 'pip install "srcgrad[plot]"' in out
 
 
 def test_quickstart_trains_checks_against_the_tape_and_prints_the_source():
@@ -55,3 +59,20 @@ def test_quickstart_trains_checks_against_the_tape_and_prints_the_source():
     diff = float(re.search(r"^max \|srcgrad - tape\| = ([0-9.eE+-]+)$", out, re.M).group(1))
     assert diff < 1e-12
     assert "def grad_loss(W, b, X, y):" in out
+    if importlib.util.find_spec("matplotlib") is not None:
+        path = os.path.join(EXAMPLES, "quickstart_loss.png")
+        assert f"saved the loss curve to {path}" in out and os.path.getsize(path) > 0
+    else:
+        assert 'install matplotlib: pip install "srcgrad[plot]"' in out
+
+
+def test_readme_examples_prints_what_the_readme_says_it_computes():
+    out = run_example("readme_examples.py")
+    assert "dx = [0.6429], dy = [0.2381]" in out  # README: `# [0.6429], [0.2381]`
+    assert "[[0.96 0.  ]\n [0.   0.  ]]" in out  # README: `# [[0.96, 0.], [0., 0.]]`
+    assert "hvp of energy at [ 0.5 -1. ], v = [1. 1.]: [0.96 0.  ]" in out
+    before = float(re.search(r"^mlp loss ([0-9.]+);", out, re.M).group(1))
+    after = float(re.search(r"^mlp loss after 50 gradient steps: ([0-9.]+)$", out,
+                            re.M).group(1))
+    assert after < 0.5 * before
+    assert "evaluating at [1. 2.]" in out  # the verbatim print ran
