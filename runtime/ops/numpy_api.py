@@ -11,6 +11,9 @@ the compiler's symbolic values alike. numpy arguments the op set cannot honour (
 from __future__ import annotations
 
 import builtins
+import sys
+import threading
+import types
 
 import numpy
 
@@ -19,12 +22,68 @@ from . import linalg as L
 from . import reduce as R
 from . import shapes as S
 
-__all__ = ["NUMPY", "METHODS", "ATTRIBUTES", "spelling", "public_names", "UnsupportedArgument"]
+__all__ = ["NUMPY", "METHODS", "ATTRIBUTES", "BOUND_METHODS", "spelling", "lookup",
+           "public_names", "UnsupportedArgument"]
 
 NUMPY: dict = {}
 METHODS: dict = {}
 #: array attributes that are computed values: x.T, x.shape, x.ndim, x.size
 ATTRIBUTES: dict = {}
+#: (type of the object, method name) -> adapter, for methods of objects such as scipy.stats'
+#: distributions (`scipy.stats.norm.logpdf` is a new bound method at each attribute access)
+BOUND_METHODS: dict = {}
+
+
+def lookup(f):
+    """The adapter for the function object `f` (a numpy or scipy function, or a bound
+    method such as `scipy.stats.norm.logpdf`), or None. Every reader of the tables goes
+    through here: scipy's spellings (runtime.ops.scipy_api) are registered the first time
+    a lookup misses after the program has imported scipy, so `import srcgrad` never
+    imports scipy."""
+    try:
+        adapter = NUMPY.get(f)
+    except TypeError:  # unhashable
+        return None
+    if adapter is not None:
+        return adapter
+    if isinstance(f, types.MethodType):
+        adapter = BOUND_METHODS.get((type(f.__self__), f.__func__.__name__))
+        if adapter is not None:
+            return adapter
+    if _load_scipy():
+        return lookup(f)
+    return None
+
+
+#: the parts of scipy whose spellings are registered
+_SCIPY_LOADED: set = set()
+_SCIPY_PARTS = ("special", "linalg", "stats")
+_scipy_lock = threading.Lock()
+
+
+def _load_scipy(force=False) -> bool:
+    """Register the spellings of each part of scipy (special, linalg, stats) that the program
+    has imported (with `force`, that is installed); True if a part was new."""
+    if not force and "scipy" not in sys.modules:
+        return False
+    new = [p for p in _SCIPY_PARTS if p not in _SCIPY_LOADED and
+           (force or f"scipy.{p}" in sys.modules)]
+    if not new:
+        return False
+    with _scipy_lock:
+        from . import scipy_api
+
+        added = False
+        for part in new:
+            if part in _SCIPY_LOADED:
+                continue
+            try:
+                scipy_api.register(part)
+            except ImportError:  # scipy absent (with force) or broken
+                pass
+            _SCIPY_LOADED.add(part)
+            added = True
+        return added
 
 
 class UnsupportedArgument(TypeError):
@@ -241,12 +300,6 @@ def logsumexp(a, axis=None, keepdims=False):
     return R.logsumexp(a, axis=_axis(axis), keepdims=bool(keepdims))
 
 
-try:  # scipy is optional: map its logsumexp when it is installed
-    import scipy.special as _sps
-
-    NUMPY[_sps.logsumexp] = logsumexp
-except Exception:  # pragma: no cover - scipy absent or broken
-    pass
 
 
 # ---- shape -------------------------------------------------------------------------------------
@@ -1235,10 +1288,17 @@ def _matrix_norm(x, ord, axis, keepdims):
     return r
 
 
-def public_names() -> dict:
+def public_names(scipy=None) -> dict:
     """Public name (np.x or np.linalg.x) -> object, for every numpy callable mapped in
-    NUMPY (a callable reached under several names is listed under each)."""
+    NUMPY (a callable reached under several names is listed under each), and the scipy
+    ones (scipy.special.x, scipy.linalg.x, scipy.stats.dist.method): with scipy=True when
+    scipy is installed (it is imported), by default when the program has imported it."""
     found = {}
+    if scipy or (scipy is None and "scipy" in sys.modules):
+        _load_scipy(force=bool(scipy))
+        from . import scipy_api
+
+        found.update(scipy_api.public_names())
     for prefix, mod in (("np", numpy), ("np.linalg", numpy.linalg)):
         for name in dir(mod):
             if name.startswith("_"):
