@@ -8,6 +8,8 @@ combinations the op set does not implement raise a clear error.
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -309,8 +311,8 @@ def test_ops_command_lists_every_mapped_name(capsys):
 
     assert main(["ops"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    listed = {ln.split()[0] for ln in lines if ln.startswith(("np.", "ndarray."))}
-    assert listed == set(public_names()) | {f"ndarray.{m}" for m in METHODS}
+    listed = {ln.split()[0] for ln in lines if ln.startswith(("np.", "ndarray.", "scipy."))}
+    assert listed == set(public_names(scipy=True)) | {f"ndarray.{m}" for m in METHODS}
     assert any(ln.startswith("np.tanh ") and "all orders" in ln for ln in lines)
     assert any(ln.startswith("np.argmax ") and "zero derivative" in ln for ln in lines)
 
@@ -323,3 +325,37 @@ def test_ops_command_names_the_closest_spelling(capsys):
     assert "atleast2d: not differentiated by srcgrad; closest supported: atleast_2d" in out
     assert "np.tanh" in out
     assert main(["ops", "no_such_function_anywhere"]) == 1
+
+
+def test_import_does_not_import_scipy():
+    """scipy is optional and slow to import: srcgrad maps its spellings only once the
+    program has imported it."""
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    code = ("import sys, numpy, srcgrad, runtime; from runtime.ops import numpy_api; "
+            "assert 'scipy' not in sys.modules, sorted(m for m in sys.modules if 'scipy' in m); "
+            "assert numpy_api.lookup(numpy.sin) is not None; "
+            "assert numpy_api.lookup(len) is None; "
+            "assert 'scipy' not in sys.modules")
+    env = dict(os.environ, PYTHONPATH=root)
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
+def test_scipy_spellings_register_once_scipy_is_imported():
+    pytest.importorskip("scipy")
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    code = ("import sys, srcgrad; from runtime.ops import numpy_api; "
+            "import scipy.special as sp; "
+            "assert numpy_api.lookup(sp.gammaln) is not None; "
+            "assert 'scipy.stats' not in sys.modules; "  # only the part the program imported
+            "import scipy.stats as st; "
+            "assert numpy_api.lookup(st.norm.logpdf) is not None")
+    env = dict(os.environ, PYTHONPATH=root)
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr

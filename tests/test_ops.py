@@ -712,6 +712,11 @@ for _s in ((4, 3), (3, 3), (2, 4, 2)):
 
 DIFF_SPECS = [s for s in SPECS if s.grad and PRIMITIVES[s.prim].differentiable]
 
+#: primitives whose reference values come from scipy: their specs, checked by this file's
+#: tests, are in tests/test_scipy_ops.py (skipped where scipy is not installed)
+SCIPY_PRIMITIVES = {"gammaln", "digamma", "polygamma", "erf", "erfc", "erfinv", "ndtr",
+                    "log_ndtr", "xlogy", "xlog1py", "solve_triangular"}
+
 
 # ---- helpers -----------------------------------------------------------------------------------
 
@@ -774,7 +779,7 @@ def close(actual, expected, what):
 
 def test_every_primitive_has_a_spec():
     covered = {s.prim for s in SPECS}
-    missing = sorted(set(PRIMITIVES) - covered)
+    missing = sorted(set(PRIMITIVES) - covered - SCIPY_PRIMITIVES)
     assert not missing, f"primitives without a spec in tests/test_ops.py: {missing}"
     unknown = sorted(covered - set(PRIMITIVES))
     assert not unknown, f"specs for unknown primitives: {unknown}"
@@ -782,7 +787,7 @@ def test_every_primitive_has_a_spec():
 
 def test_every_differentiable_primitive_is_checked_for_gradients():
     diff = {n for n, p in PRIMITIVES.items() if p.differentiable}
-    assert diff - {s.prim for s in DIFF_SPECS} == set()
+    assert diff - {s.prim for s in DIFF_SPECS} - SCIPY_PRIMITIVES == set()
 
 
 @pytest.mark.parametrize("s", SPECS, ids=lambda s: s.id)

@@ -32,6 +32,9 @@ ATTRIBUTES: dict = {}
 #: (type of the object, method name) -> adapter, for methods of objects such as scipy.stats'
 #: distributions (`scipy.stats.norm.logpdf` is a new bound method at each attribute access)
 BOUND_METHODS: dict = {}
+#: public name -> the primitive it calls, where the function object's own name differs
+#: (scipy.special.psi is digamma), or "-" for a composition of ops; for `srcgrad ops`
+OP_NAMES: dict = {}
 
 
 def lookup(f):

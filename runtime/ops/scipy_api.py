@@ -13,10 +13,11 @@ Conventions of the distributions (the formulas are scipy's):
 - invalid parameters (scale <= 0, df <= 0, a <= 0, b <= 0, mu < 0, alpha <= 0) give nan, as
   scipy does; a point outside the support gives -inf (log densities) or 0 (pdf);
 - poisson.logpmf is differentiable in mu (and loc, k are counts: no derivative);
-- multivariate_normal.logpdf: cov is a matrix (2-D) or a positive number; x's last axis is
-  the dimension, and a result of size 1 is squeezed to a scalar like scipy's; scipy's other
-  readings of x (a 1-D x as samples of a 1-dimensional normal) and allow_singular=True are
-  not supported;
+- multivariate_normal.logpdf: cov is a matrix, a 1-D diagonal or a number, as in scipy;
+  x's last axis is the dimension, and a result of size 1 is squeezed to a scalar like
+  scipy's; scipy's other reading of x (a 1-D x as samples of a 1-dimensional normal) and
+  allow_singular=True are not supported; a covariance that is not positive definite raises
+  numpy's LinAlgError (scipy raises its own error);
 - dirichlet.logpdf: x of shape (K,) or (K, N) as scipy reads it; x's values are checked
   (inside (0, 1), summing to 1) only where x is a constant array; scipy's x with K - 1
   entries is not supported.
@@ -33,7 +34,7 @@ from . import linalg as L
 from . import reduce as R
 from . import shapes as S
 from . import special as P
-from .numpy_api import (BOUND_METHODS, NUMPY, UnsupportedArgument, _axis, _int_arg, _rank,
+from .numpy_api import (BOUND_METHODS, NUMPY, OP_NAMES, UnsupportedArgument, _axis, _int_arg,
                         _refuse, _symbolic, _ufunc_adapter, cholesky, logsumexp)
 
 __all__ = ["register", "public_names"]
@@ -89,6 +90,7 @@ def _register_special():
         uf = getattr(sp, name)
         NUMPY[uf] = _ufunc_adapter(uf, fn)
         _NAMES[f"scipy.special.{name}"] = ("scipy.special", name)
+        OP_NAMES[f"scipy.special.{name}"] = getattr(fn, "name", name)
     for name, fn in (("polygamma", _polygamma_adapter), ("softmax", _softmax),
                      ("log_softmax", _log_softmax), ("logsumexp", _logsumexp)):
         NUMPY[getattr(sp, name)] = fn
@@ -138,6 +140,7 @@ def _register_linalg():
                      ("cho_factor", _cho_factor), ("cholesky", _cholesky)):
         NUMPY[getattr(sl, name)] = fn
         _NAMES[f"scipy.linalg.{name}"] = ("scipy.linalg", name)
+        OP_NAMES[f"scipy.linalg.{name}"] = name if name == "solve_triangular" else "-"
 
 
 # ---- scipy.stats ------------------------------------------------------------------------------
@@ -251,28 +254,18 @@ def mvn_logpdf(x, mean=None, cov=1, allow_singular=False):
                                   "allow_singular=True is not supported")
     diff = x if mean is None else E.subtract(x, mean)
     d = S.getitem(S.shape(diff), -1)
-    if isinstance(cov, numbers.Real) and not _symbolic(cov):
-        maha = E.divide(R.sum(E.square(diff), axis=-1), cov)
-        logdet = E.multiply(d, math.log(cov)) if cov > 0 else numpy.nan
-    else:
-        if not _symbolic(cov) and numpy.ndim(cov) != 2 or _symbolic(cov) and \
-                _known_rank(cov) not in (None, 2):
-            raise UnsupportedArgument("scipy.stats.multivariate_normal.logpdf(): cov must be "
-                                      "a matrix or a positive number (for a diagonal "
-                                      "covariance pass np.diag(cov))")
-        chol = L.cholesky(cov)
-        z = L.solve_triangular(chol, S.expand_dims(diff, axis=-1), lower=True)
-        maha = R.sum(E.square(z), axis=(-2, -1))
-        logdet = E.multiply(R.sum(E.log(S.diagonal(chol, axis1=-2, axis2=-1)), axis=-1), 2.0)
+    # scipy's covariances, in one formula that needs no rank: a number c (c I), a 1-D
+    # array (its diagonal) or a matrix. As a 2-D array c2 (1 x 1, 1 x d or d x d), the
+    # matrix is c2 * I plus the off-diagonal part of c2, which is zero unless c2 is d x d.
+    c2 = S.reshape(cov, S.atleast_shape(S.shape(cov), 2))
+    own_eye = S.eye(S.getitem(S.shape(c2), -2))
+    full = E.add(E.multiply(c2, S.eye(d)), E.subtract(c2, E.multiply(c2, own_eye)))
+    chol = L.cholesky(full)
+    z = L.solve_triangular(chol, S.expand_dims(diff, axis=-1), lower=True)
+    maha = R.sum(E.square(z), axis=(-2, -1))
+    logdet = E.multiply(R.sum(E.log(S.diagonal(chol, axis1=-2, axis2=-1)), axis=-1), 2.0)
     val = E.multiply(E.add(E.add(maha, logdet), E.multiply(d, _LOG_2PI)), -0.5)
     return S.squeeze(val)
-
-
-def _known_rank(a):
-    try:
-        return _rank(a, "")
-    except UnsupportedArgument:
-        return None
 
 
 def dirichlet_logpdf(x, alpha):
@@ -285,6 +278,9 @@ def dirichlet_logpdf(x, alpha):
             raise ValueError("Each entry in 'x' must be greater than or equal to zero.")
         if numpy.max(xa) > 1:
             raise ValueError("Each entry in 'x' must be smaller or equal to one.")
+        if not _symbolic(alpha) and numpy.any((xa == 0).T & (numpy.asarray(alpha) < 1)):
+            raise ValueError("Each entry in 'x' must be greater than zero if its alpha is "
+                             "less than one.")
         if (numpy.abs(numpy.sum(xa, axis=0) - 1.0) > 10e-10).any():
             raise ValueError("The input vector 'x' must lie within the normal simplex. but "
                              "np.sum(x, 0) - 1.0 = {}.".format(numpy.sum(xa, axis=0) - 1.0))

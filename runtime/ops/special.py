@@ -14,7 +14,9 @@ Conventions:
 - xlog1py(x, y) = x * log1p(y), likewise: d/dx = log1p(y), 0 where x == 0 and y <= -1;
   d/dy = x / (1 + y), 0 where x == 0.
 - log_ndtr'(x) = exp(-x**2 / 2 - log_ndtr(x)) / sqrt(2 pi), computed in that form, so it
-  stays finite and accurate for very negative x (where ndtr(x) underflows to 0).
+  stays finite and accurate for very negative x (where ndtr(x) underflows to 0): about
+  eps * x**2 relative error (5e-9 at x = -1e4). Its own derivative, -R (x + R) with R the
+  first, cancels in x + R for very negative x: 6 digits at x = -200, none left near -1e4.
 - erfinv'(+-1) = inf, gammaln, digamma and polygamma have poles at 0, -1, -2... (inf or
   nan there, as scipy gives the values).
 """
@@ -148,7 +150,8 @@ ndtr = _unary("ndtr", vjp_ndtr, doc="the standard normal cdf")
 log_ndtr = _unary("log_ndtr", vjp_log_ndtr, reads_out=True,
                   doc="log of the standard normal cdf, accurate for very negative x",
                   convention="derivative exp(-x**2/2 - log_ndtr(x)) / sqrt(2 pi): finite "
-                             "for very negative x")
+                             "and accurate for very negative x (its own derivative loses "
+                             "digits below x = -200)")
 xlogy = defop("xlogy", _special("xlogy"), vjp_xlogy_x, vjp_xlogy_y, spell=call("xlogy"),
               broadcasts=True, elementwise=True,
               convention="xlogy(0, y) = 0; d/dx = log(y), 0 where x == 0 and y <= 0; "
