@@ -616,6 +616,13 @@ for _s in ((), (3,), (2, 3), (2, 3, 4)):
                  np.zeros(s)).shape)
     spec("column_shape", [_s] if _s else [(4,)],
          ref=lambda s: np.column_stack([np.zeros(s)]).shape)
+for _s in ((), (3,), (2, 3), (2, 3, 4)):
+    spec("hstack_part_shape", [_s],
+         ref=lambda s: np.concatenate([np.zeros(s).reshape(1, -1) if len(s) < 2 else
+                                       np.zeros(s).reshape(s[0], -1)], axis=1).shape)
+for _shapes in (((3,), (2,), ()), ((2, 3), (2, 1)), ((2, 1, 4), (2, 3, 4), (2, 2, 4))):
+    spec("hstack_shape", list(_shapes),
+         ref=lambda *ss: np.hstack([np.zeros(s_) for s_ in ss]).shape)
 spec("replace_dim", [(2, 3, 4), -2, 1], ref=lambda s, a, n: (2, 1, 4))
 spec("weights_shape", [(2, 3, 4), (3,), 1], ref=lambda a, w, ax: (1, 3, 1))
 spec("weights_shape", [(2, 3), (2, 3), None], ref=lambda a, w, ax: (2, 3))

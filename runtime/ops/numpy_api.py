@@ -410,8 +410,22 @@ def vstack(tup, dtype=None, casting=None):
 def hstack(tup, dtype=None, casting=None):
     _refuse("numpy.hstack", dtype=dtype, casting=casting)
     arrs = list(tup)
-    axis = 0 if all(_rank(a, "numpy.hstack") == 1 for a in arrs) else 1
-    return S.concatenate(*arrs, axis=axis)
+    ranks = [_known_rank(a) for a in arrs]
+    if None not in ranks:
+        arrs = [S.reshape(a, (1,)) if r == 0 else a for a, r in zip(arrs, ranks)]
+        return S.concatenate(*arrs, axis=0 if all(r <= 1 for r in ranks) else 1)
+    # ranks known only at run time (the compiler's values): join each operand as a 2-D
+    # array along axis 1 and reshape, which is np.hstack for every rank
+    shapes = [S.shape(a) for a in arrs]
+    parts = [S.reshape(a, S.hstack_part_shape(s)) for a, s in zip(arrs, shapes)]
+    return S.reshape(S.concatenate(*parts, axis=1), S.hstack_shape(*shapes))
+
+
+def _known_rank(a):
+    try:
+        return builtins.len(S.shape(a))
+    except Exception:  # the compiler's values
+        return None
 
 
 _RANK_HINTS = {
@@ -869,6 +883,46 @@ def _arg_reduction(prim, fname):
 
 spelling(numpy.argmax, method="argmax")(_arg_reduction(S.argmax, "numpy.argmax"))
 spelling(numpy.argmin, method="argmin")(_arg_reduction(S.argmin, "numpy.argmin"))
+
+
+@spelling(numpy.choose, method="choose")
+def choose(a, choices, out=None, mode="raise"):
+    """Differentiable in the choices (a holds indices). Where `a` is known only at run
+    time, mode='raise' reports an index out of range as take_along_axis does (IndexError)
+    rather than numpy's ValueError."""
+    _refuse("numpy.choose", out=out)
+    if mode not in ("raise", "wrap", "clip"):
+        raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
+    if isinstance(choices, (list, tuple)):
+        cs = list(choices)
+    elif not _symbolic(choices):
+        cs = list(numpy.asarray(choices))
+    else:
+        raise UnsupportedArgument("numpy.choose(): pass the choices as a list (or tuple) of "
+                                  "arrays; an array of choices is supported when constant")
+    n = len(cs)
+    if not n:
+        raise ValueError("0-length sequence.")
+    if not _symbolic(a):
+        a = numpy.asarray(a)
+        if a.dtype.kind not in "iub":
+            raise TypeError("numpy.choose(): a must hold integers")
+        if mode == "wrap":
+            a = a % n
+        elif mode == "clip":
+            a = numpy.clip(a, 0, n - 1)
+        elif a.size and (a.min() < 0 or a.max() >= n):
+            raise ValueError("invalid entry in choice array")
+    elif mode == "wrap":
+        a = E.remainder(a, n)
+    elif mode == "clip":
+        a = E.clip(a, 0, n - 1)
+    else:  # a negative index must not wrap: make it one past the end, which take refuses
+        a = E.where(E.less(a, 0), n, a)
+    full = S.broadcast_shapes(S.shape(a), *[S.shape(c) for c in cs])
+    stacked = S.stack(*[S.broadcast_to(c, full) for c in cs], axis=0)
+    picked = take_along_axis(stacked, S.expand_dims(S.broadcast_to(a, full), axis=0), axis=0)
+    return S.squeeze(picked, axis=0)
 
 
 @spelling(numpy.select)
