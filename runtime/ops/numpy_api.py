@@ -1345,6 +1345,14 @@ def _matrix_norm(x, ord, axis, keepdims):
     return r
 
 
+# the argument helpers runtime.ops.scipy_api shares (by public names)
+refuse_args = _refuse
+axis_arg = _axis
+int_arg = _int_arg
+is_symbolic = _symbolic
+ufunc_adapter = _ufunc_adapter
+
+
 def public_names(scipy=None) -> dict:
     """Public name (np.x or np.linalg.x) -> object, for every numpy callable mapped in
     NUMPY (a callable reached under several names is listed under each), and the scipy

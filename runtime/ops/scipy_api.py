@@ -34,8 +34,13 @@ from . import linalg as L
 from . import reduce as R
 from . import shapes as S
 from . import special as P
-from .numpy_api import (BOUND_METHODS, NUMPY, OP_NAMES, UnsupportedArgument, _axis, _int_arg,
-                        _refuse, _symbolic, _ufunc_adapter, cholesky, logsumexp)
+from .numpy_api import (BOUND_METHODS, NUMPY, OP_NAMES, UnsupportedArgument, cholesky,
+                        logsumexp)
+from .numpy_api import axis_arg as _axis
+from .numpy_api import int_arg as _int_arg
+from .numpy_api import is_symbolic as _symbolic
+from .numpy_api import refuse_args as _refuse
+from .numpy_api import ufunc_adapter as _ufunc_adapter
 
 __all__ = ["register", "public_names"]
 
