@@ -344,7 +344,8 @@ def test_import_does_not_import_scipy():
             "assert numpy_api.lookup(len) is None; "
             "assert 'scipy' not in sys.modules")
     env = dict(os.environ, PYTHONPATH=root)
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True,
+                       text=True)
     assert r.returncode == 0, r.stderr
 
 
@@ -361,5 +362,6 @@ def test_scipy_spellings_register_once_scipy_is_imported():
             "import scipy.stats as st; "
             "assert numpy_api.lookup(st.norm.logpdf) is not None")
     env = dict(os.environ, PYTHONPATH=root)
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True,
+                       text=True)
     assert r.returncode == 0, r.stderr
