@@ -19,10 +19,9 @@ import scipy.linalg as sl  # noqa: E402
 import scipy.special as sp  # noqa: E402
 import scipy.stats as st  # noqa: E402
 
-import runtime as rt  # noqa: E402
 import srcgrad  # noqa: E402
 import test_ops as T  # noqa: E402
-from compiler_helpers import check_grad, finite_differences, tape_grads  # noqa: E402
+from compiler_helpers import check_grad, tape_grads  # noqa: E402
 from runtime.ops import PRIMITIVES  # noqa: E402
 from runtime.ops.numpy_api import UnsupportedArgument, lookup, public_names  # noqa: E402
 from runtime.tensor import Tensor  # noqa: E402
