@@ -12,7 +12,7 @@ from . import ops
 from .backend import get_xp, is_array
 from .mode import enable_grad, is_grad_enabled
 from .ops import PRIMITIVES, apply_vjp
-from .ops.numpy_api import ATTRIBUTES, METHODS, NUMPY
+from .ops.numpy_api import ATTRIBUTES, METHODS, lookup
 from . import tape as _tape
 from .tape import AccumulateGrad, Node, retain
 from .tape import backward as _backward
@@ -279,14 +279,14 @@ class Tensor:
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if method != "__call__":
             raise TypeError(f"numpy.{ufunc.__name__}.{method} is not supported on Tensor")
-        adapter = NUMPY.get(ufunc)
+        adapter = lookup(ufunc)
         if adapter is None:
             raise TypeError(f"numpy.{ufunc.__name__} has no primitive in the op set, so it "
                             "cannot run on Tensor")
         return adapter(*inputs, **kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
-        adapter = NUMPY.get(func)
+        adapter = lookup(func)
         if adapter is None:
             name = f"{getattr(func, '__module__', None) or 'numpy'}.{func.__name__}"
             raise TypeError(f"{name} has no primitive in the op set, so it cannot run on "

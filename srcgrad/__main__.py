@@ -46,16 +46,18 @@ def _ops(names) -> int:
     op of the same name where there is one, whether its rules give every derivative order
     (a VJP and a JVP rule written with ops), and its documented convention."""
     from runtime.ops import PRIMITIVES
-    from runtime.ops.numpy_api import METHODS, public_names
+    from runtime.ops.numpy_api import METHODS, OP_NAMES, public_names
 
-    found = public_names()
-    rows = [(n, getattr(found[n], "__name__", n.rsplit(".", 1)[-1])) for n in sorted(found)]
+    found = public_names(scipy=True)  # scipy's spellings too, where it is installed
+    rows = [(n, OP_NAMES.get(n) or getattr(found[n], "__name__", n.rsplit(".", 1)[-1]))
+            for n in sorted(found)]
     rows += [(f"ndarray.{m}", m) for m in sorted(METHODS)]
     if names:
         import difflib
 
         want = set(names)
-        picked = [r for r in rows if r[0] in want or r[0].rsplit(".", 1)[-1] in want]
+        picked = [r for r in rows if r[0] in want or r[0].rsplit(".", 1)[-1] in want or
+                  any(r[0].endswith("." + w) for w in want)]
         missing = [n for n in names if not any(n in r or r[0].endswith("." + n)
                                                for r in picked)]
         for n in missing:
@@ -77,8 +79,11 @@ def _ops(names) -> int:
         note = f"  [{prim.convention}]" if prim is not None and prim.convention else ""
         print(f"{public:<{width}}  {orders}{note}")
     if not names:
-        print(f"\n{len({id(o) for o in found.values()})} numpy callables "
-              f"({len(found)} names) and {len(METHODS)} array methods")
+        np_names = [n for n in found if not n.startswith("scipy.")]
+        sp_names = [n for n in found if n.startswith("scipy.")]
+        print(f"\n{len({id(found[n]) for n in np_names})} numpy callables "
+              f"({len(np_names)} names) and {len(METHODS)} array methods"
+              + (f"; {len(sp_names)} scipy functions" if sp_names else ""))
     return 0 if not names or rows else 1
 
 

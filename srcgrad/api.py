@@ -345,8 +345,7 @@ class CompiledFunction:
         self._check = _guards.make_check(live)
         self._module = (text, path, meta)
         impl = self._bind(None)
-        self._source = text if not text.startswith(_cache._MAGIC) else \
-            text.split("\n", 2)[2]
+        self._source = _cache.source_of(text)
         self._impl = impl
         return impl
 
@@ -393,7 +392,7 @@ class CompiledFunction:
         """The generated source with elementwise runs fused into kernels (what cupy runs
         unless fuse=False); bound to numpy, each kernel runs its numpy reference."""
         text = self._fused_module()[0]
-        return text.split("\n", 2)[2] if text.startswith(_cache._MAGIC) else text
+        return _cache.source_of(text)
 
     def _bind(self, xp, module=None):
         """The generated function, with `np` bound to numpy (xp None) or to cupy."""

@@ -58,11 +58,16 @@ from . import __version__
 from .errors import CacheWarning
 from .frontend import code_names
 
-__all__ = ["cache_dir", "cache_key", "load", "store", "clear", "exec_source", "info",
+__all__ = ["cache_dir", "source_of", "cache_key", "load", "store", "clear", "exec_source", "info",
            "prune", "max_bytes"]
 
 VERSION = __version__
 _MAGIC = "# srcgrad-cache v2"
+
+
+def source_of(text: str) -> str:
+    """The generated module without the cache entry's two header lines (if it has them)."""
+    return text.split("\n", 2)[2] if text.startswith(_MAGIC) else text
 #: the size cap's default, in megabytes (`$SRCGRAD_CACHE_MAX_MB` overrides it)
 DEFAULT_MAX_MB = 256
 #: an entry's files: `<64 hex digits>.py` and `.pyc`
@@ -344,7 +349,7 @@ def load_code(path: str, meta: dict, text: str):
             blob = f.read()
     except OSError:
         return None
-    source = text.split("\n", 2)[2] if text.startswith(_MAGIC) else text
+    source = source_of(text)
     if _code_digest(key, blob, source) != want:
         return None
     try:

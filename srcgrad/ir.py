@@ -156,17 +156,17 @@ class Var:
     # Operators and numpy functions on Vars stage primitives too, so code written for
     # arrays (a custom op's derivative rule, say) can be staged as it is.
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        from runtime.ops.numpy_api import NUMPY
+        from runtime.ops.numpy_api import lookup
 
-        adapter = NUMPY.get(ufunc) if method == "__call__" else None
+        adapter = lookup(ufunc) if method == "__call__" else None
         if adapter is None:
             raise TypeError(f"numpy.{ufunc.__name__} has no primitive in the op set")
         return adapter(*inputs, **kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
-        from runtime.ops.numpy_api import NUMPY
+        from runtime.ops.numpy_api import lookup
 
-        adapter = NUMPY.get(func)
+        adapter = lookup(func)
         if adapter is None:
             raise TypeError(f"numpy.{func.__name__} has no primitive in the op set")
         return adapter(*args, **kwargs)

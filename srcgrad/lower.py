@@ -31,7 +31,7 @@ import numpy
 from runtime import ops
 from runtime.ops.core import Primitive
 from runtime.ops.lists import LIST_APPEND, LIST_FROM, LIST_GET, STACK_LIST
-from runtime.ops.numpy_api import ATTRIBUTES, METHODS, NUMPY, UnsupportedArgument
+from runtime.ops.numpy_api import ATTRIBUTES, METHODS, UnsupportedArgument, lookup
 
 from .errors import (RecursiveCallError, SrcgradError, UnknownFunctionError,
                      UnsupportedSyntaxError)
@@ -1619,7 +1619,7 @@ class Lowerer:
                 f"{getattr(f, '__name__', f)}() of a list built in a run-time loop or branch "
                 "is not supported by srcgrad (np.stack(list) and len(list) are)", node,
                 UnsupportedSyntaxError)
-        adapter = NUMPY.get(f) if hashable else None
+        adapter = lookup(f) if hashable else None
         if adapter is not None:
             return adapter(*args, **kwargs)
         if isinstance(f, (_BoundMethod, Primitive)):
@@ -1811,7 +1811,7 @@ def _lowerable(f) -> bool:
     call it does not is run as written (srcgrad.verbatim) when its statement allows."""
     if isinstance(f, (_BoundMethod, Primitive, _LocalFunction)) or not _hashable(f):
         return True
-    if f in NUMPY or f in _MATH or f in _STATIC_BUILTINS:
+    if lookup(f) is not None or f in _MATH or f in _STATIC_BUILTINS:
         return True
     if isinstance(f, types.FunctionType):  # (srcgrad's own functions are not inlined)
         return not str(getattr(f, "__module__", "")).startswith(("srcgrad.", "runtime."))

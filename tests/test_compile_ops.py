@@ -14,6 +14,7 @@ from math import exp as math_exp
 import numpy
 import numpy as np
 import pytest
+import scipy.linalg
 import scipy.special
 from numpy import cos, sin
 from numpy import sum as npsum
@@ -618,7 +619,45 @@ def f_array_of_scalars(x):
     return np.sum(np.array([a, b, 1.0]) ** 2) + np.sum(np.array([[a, b], [b, a]]) @ x[:2, :2])
 
 
+def f_hstack(x, y):
+    h = np.hstack([x, y])
+    return np.sum(h ** 2 * np.arange(1.0, 1.0 + h.size).reshape(h.shape))
+
+
+def f_choose(x, y, z):
+    a = np.array([[0, 1, 2, 1], [2, 1, 0, 0], [1, 1, 2, 0]])
+    return np.sum(np.choose(a, [x, y, z]) ** 2) + \
+        np.sum(np.choose(a + 1, (x, 2.0, z), mode="wrap") * x) + \
+        np.sum(np.choose(a + 1, [x, y, z], mode="clip") ** 3)
+
+
+def f_choose_method(x, y):
+    a = np.array([[0, 1, 1, 0], [1, 0, 0, 1], [1, 1, 0, 0]])
+    return np.sum(a.choose([x, y]) ** 2)
+
+
+def f_special(x, y):
+    # every scipy.special primitive (tests/test_scipy_ops.py checks each spelling)
+    return np.sum(scipy.special.gammaln(x) * scipy.special.digamma(x) +
+                  scipy.special.polygamma(2, x) + scipy.special.erf(y) +
+                  scipy.special.erfc(y) * scipy.special.erfinv(y / 2) +
+                  scipy.special.ndtr(y) + scipy.special.log_ndtr(y) +
+                  scipy.special.xlogy(y, x) + scipy.special.xlog1py(x, y / 2))
+
+
+def f_solve_triangular(a, b):
+    return np.sum(scipy.linalg.solve_triangular(a + 3 * np.eye(4), b, lower=True) ** 2)
+
+
 BUILDERS = [
+    (f_hstack, [real(3), real(2)], (0, 1)), (f_hstack, [real(2, 3), real(2, 1)], (0, 1)),
+    (f_hstack, [real(2, 3, 2), real(2, 1, 2)], (0, 1)),
+    (f_choose, [X34, real(4), real(3, 1)], (0, 1, 2)),
+    # the tape cannot follow an ndarray method given Tensors (a.choose(tensors))
+    (f_choose_method, [X34, real(4)], (0, 1), False),
+    # scipy.special.polygamma is a Python function, which reads a Tensor as an array
+    (f_special, [X34 ** 2 + 0.5, X34 / 2], (0, 1), False),
+    (f_solve_triangular, [real(4, 4), real(4, 2)], (0, 1), False),
     (f_creators, [X34]),
     # np.full and np.array are not dispatched to Tensors (numpy gives them no hook), so the
     # tape cannot follow them: finite differences only
@@ -942,3 +981,31 @@ def test_where_condition_smaller_than_the_result():
     # back to a scalar (srcgrad returned [1., 1., 1.] instead of 3.0)
     g = check_grad(_where_on_a_scalar, [0.7, real(3)], (0, 1))
     assert np.shape(g[0]) == () and float(g[0]) == 3.0
+
+
+def f_hstack_plain(x, y):
+    return np.sum(np.hstack((x, y)) ** 2)
+
+
+def f_choose_of(x, y, a):
+    return np.sum(np.choose(a, [x, y]) ** 2)
+
+
+def test_hstack_and_choose_keep_numpy_errors_in_compiled_code():
+    g = srcgrad.grad(f_hstack_plain, cache=False)
+    for x, y in ((np.ones(3), np.ones((1, 3))), (np.ones((2, 3, 2)), np.ones((2, 1, 3))),
+                 (np.ones((2, 3)), np.ones((3, 3)))):
+        with pytest.raises(ValueError) as want:
+            np.hstack((x, y))
+        with pytest.raises(ValueError) as got:
+            g(x, y)
+        assert str(got.value) == str(want.value)
+    # an index out of range is refused, a negative one too (numpy does not wrap it)
+    gc = srcgrad.grad(f_choose_of, cache=False)
+    np.testing.assert_array_equal(gc(np.ones(3), np.ones(3), np.array([0, 1, 0])),
+                                  [2.0, 0.0, 2.0])
+    for bad in ([0, 2, 1], [0, -1, 1]):
+        with pytest.raises((IndexError, ValueError)):
+            gc(np.ones(3), np.ones(3), np.array(bad))
+        with pytest.raises(ValueError, match="invalid entry"):
+            np.choose(np.array(bad), [np.ones(3), np.ones(3)])

@@ -73,7 +73,8 @@ def test_every_differentiable_primitive_has_a_jvp_rule():
 
 def test_every_differentiable_primitive_is_checked_here():
     diff = {n for n, p in PRIMITIVES.items() if p.differentiable}
-    assert diff - {s.prim for s in JVP_SPECS} == set()
+    # the scipy-referenced ones: tests/test_scipy_ops.py checks their JVP rules
+    assert diff - {s.prim for s in JVP_SPECS} - T.SCIPY_PRIMITIVES == set()
 
 
 @pytest.mark.parametrize("s", _params(JVP_SPECS))

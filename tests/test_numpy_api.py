@@ -8,6 +8,8 @@ combinations the op set does not implement raise a clear error.
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -75,6 +77,10 @@ CASES = [
     (np.atleast_3d, (V,), {}, True), (np.atleast_3d, (X, V), {}, True),
     (np.vstack, ([V, X],), {}, True), (np.dstack, ([X, X],), {}, True),
     (np.column_stack, ([V, X.T],), {}, True), (np.hstack, ([X, X],), {}, True),
+    (np.hstack, ([V, V[:2], 1.5],), {}, True), (np.hstack, ([C, C[:, :1]],), {}, True),
+    (np.choose, (np.array([[0, 1, 2, 1], [2, 0, 1, 1], [1, 1, 0, 2]]), [X, V, 2.0]), {}, True),
+    (np.choose, (np.array([0, 3, -1, 1]), [V, X]), dict(mode="wrap"), True),
+    (np.choose, (np.array([[0], [5], [-2]]), [V, X]), dict(mode="clip"), True),
     (np.append, (X, V), {}, True), (np.append, (X, X), dict(axis=0), True),
     (np.split, (X, 2), dict(axis=1), True), (np.array_split, (X, 3), dict(axis=1), True),
     (np.split, (V, [1, 3]), {}, True), (np.hsplit, (X, 2), {}, True),
@@ -309,8 +315,8 @@ def test_ops_command_lists_every_mapped_name(capsys):
 
     assert main(["ops"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    listed = {ln.split()[0] for ln in lines if ln.startswith(("np.", "ndarray."))}
-    assert listed == set(public_names()) | {f"ndarray.{m}" for m in METHODS}
+    listed = {ln.split()[0] for ln in lines if ln.startswith(("np.", "ndarray.", "scipy."))}
+    assert listed == set(public_names(scipy=True)) | {f"ndarray.{m}" for m in METHODS}
     assert any(ln.startswith("np.tanh ") and "all orders" in ln for ln in lines)
     assert any(ln.startswith("np.argmax ") and "zero derivative" in ln for ln in lines)
 
@@ -323,3 +329,39 @@ def test_ops_command_names_the_closest_spelling(capsys):
     assert "atleast2d: not differentiated by srcgrad; closest supported: atleast_2d" in out
     assert "np.tanh" in out
     assert main(["ops", "no_such_function_anywhere"]) == 1
+
+
+def test_import_does_not_import_scipy():
+    """scipy is optional and slow to import: srcgrad maps its spellings only once the
+    program has imported it."""
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    code = ("import sys, numpy, srcgrad, runtime; from runtime.ops import numpy_api; "
+            "assert 'scipy' not in sys.modules, sorted(m for m in sys.modules if 'scipy' in m); "
+            "assert numpy_api.lookup(numpy.sin) is not None; "
+            "assert numpy_api.lookup(len) is None; "
+            "assert 'scipy' not in sys.modules")
+    env = dict(os.environ, PYTHONPATH=root)
+    r = subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
+
+
+def test_scipy_spellings_register_once_scipy_is_imported():
+    pytest.importorskip("scipy")
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    code = ("import sys, srcgrad; from runtime.ops import numpy_api; "
+            "import scipy.special as sp; "
+            "assert numpy_api.lookup(sp.gammaln) is not None; "
+            "assert 'scipy.stats' not in sys.modules; "  # only the part the program imported
+            "import scipy.stats as st; "
+            "assert numpy_api.lookup(st.norm.logpdf) is not None")
+    env = dict(os.environ, PYTHONPATH=root)
+    r = subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr

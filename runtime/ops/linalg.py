@@ -17,7 +17,8 @@ from .shapes import sum_to_impl
 
 __all__ = ["matmul", "dot", "inner", "outer", "tensordot", "trace", "kron", "cross", "einsum",
            "einsum_grad", "inv", "det", "logabsdet", "slogdet_sign", "solve", "cholesky",
-           "eigvalsh", "eigh_vectors", "svdvals", "svd_u", "svd_vh", "qr_q", "qr_r", "pinv"]
+           "eigvalsh", "eigh_vectors", "svdvals", "svd_u", "svd_vh", "qr_q", "qr_r", "pinv",
+           "solve_triangular"]
 
 
 def _nd(x):
@@ -891,3 +892,69 @@ def jvp_pinv(tangents, out, x):
 pinv = defop("pinv", _pinv, vjp_pinv, reads_out=True, spell=call("np.linalg.pinv"),
              convention="a matrix of constant rank")
 pinv.jvp = jvp_pinv
+
+
+# ---- triangular solves (scipy.linalg.solve_triangular) -----------------------------------------
+# x = op(a)^-1 b with op(a) = a (trans=0) or a.T (trans=1), reading only the lower (upper)
+# triangle of a, diagonal included. b is a vector (with one matrix a) or a stack of matrices
+# (..., M, K), batched against a like matmul. The rules are triangular solves and matmul
+# cotangents, so every derivative order stays in the op set; a's cotangent is 0 outside the
+# triangle read.
+
+def _solve_triangular(a, b, lower=False, trans=0):
+    if _nd(b) == 1 and _nd(a) > 2:
+        raise ValueError("srcgrad's solve_triangular takes a 1-D b with one matrix a only; "
+                         "for a stack of matrices write solve_triangular(a, b[..., None], "
+                         "...)[..., 0]")
+    if type(a).__module__.startswith("cupy") or type(b).__module__.startswith("cupy"):
+        import cupyx.scipy.linalg as sl
+    else:
+        import scipy.linalg as sl
+    return sl.solve_triangular(a, b, lower=lower, trans=trans)
+
+
+def _triangle(m, lower):
+    from .shapes import tril, triu
+
+    return tril(m) if lower else triu(m)
+
+
+def _tri_params(lower, trans):
+    return {k: v for k, v in (("lower", lower), ("trans", trans)) if v}
+
+
+def vjp_solve_triangular_a(g, out, a, b, lower=False, trans=0):
+    from .elementwise import negative
+
+    gb = solve_triangular(a, g, **_tri_params(lower, 1 - trans))
+    gm = negative(matmul_grad_a(gb, a, out))  # the cotangent of op(a)
+    return _triangle(_mT(gm) if trans else gm, lower)
+
+
+def vjp_solve_triangular_b(g, out, a, b, lower=False, trans=0):
+    from .shapes import shape, sum_to
+
+    return sum_to(solve_triangular(a, g, **_tri_params(lower, 1 - trans)), shape(b))
+
+
+def jvp_solve_triangular(tangents, out, a, b, lower=False, trans=0):
+    from .elementwise import negative, subtract
+
+    ta, tb = tangents
+    rhs = None
+    if ta is not None:
+        ta = _triangle(ta, lower)
+        dx = matmul(_mT(ta) if trans else ta, out)
+        rhs = negative(dx) if tb is None else subtract(tb, dx)
+    elif tb is not None:
+        rhs = tb
+    return solve_triangular(a, rhs, **_tri_params(lower, trans))
+
+
+solve_triangular = defop(
+    "solve_triangular", _solve_triangular, vjp_solve_triangular_a, vjp_solve_triangular_b,
+    reads_out=True, spell=call("solve_triangular"), defaults=dict(lower=False, trans=0),
+    doc="op(a)^-1 b for a triangular a (scipy.linalg.solve_triangular)",
+    convention="reads one triangle of a (its cotangent is 0 outside it); needs a nonzero "
+               "diagonal")
+solve_triangular.jvp = jvp_solve_triangular

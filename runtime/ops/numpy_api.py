@@ -11,6 +11,9 @@ the compiler's symbolic values alike. numpy arguments the op set cannot honour (
 from __future__ import annotations
 
 import builtins
+import sys
+import threading
+import types
 
 import numpy
 
@@ -19,12 +22,71 @@ from . import linalg as L
 from . import reduce as R
 from . import shapes as S
 
-__all__ = ["NUMPY", "METHODS", "ATTRIBUTES", "spelling", "public_names", "UnsupportedArgument"]
+__all__ = ["NUMPY", "METHODS", "ATTRIBUTES", "BOUND_METHODS", "spelling", "lookup",
+           "public_names", "UnsupportedArgument"]
 
 NUMPY: dict = {}
 METHODS: dict = {}
 #: array attributes that are computed values: x.T, x.shape, x.ndim, x.size
 ATTRIBUTES: dict = {}
+#: (type of the object, method name) -> adapter, for methods of objects such as scipy.stats'
+#: distributions (`scipy.stats.norm.logpdf` is a new bound method at each attribute access)
+BOUND_METHODS: dict = {}
+#: public name -> the primitive it calls, where the function object's own name differs
+#: (scipy.special.psi is digamma), or "-" for a composition of ops; for `srcgrad ops`
+OP_NAMES: dict = {}
+
+
+def lookup(f):
+    """The adapter for the function object `f` (a numpy or scipy function, or a bound
+    method such as `scipy.stats.norm.logpdf`), or None. Every reader of the tables goes
+    through here: scipy's spellings (runtime.ops.scipy_api) are registered the first time
+    a lookup misses after the program has imported scipy, so `import srcgrad` never
+    imports scipy."""
+    try:
+        adapter = NUMPY.get(f)
+    except TypeError:  # unhashable
+        return None
+    if adapter is not None:
+        return adapter
+    if isinstance(f, types.MethodType):
+        adapter = BOUND_METHODS.get((type(f.__self__), f.__func__.__name__))
+        if adapter is not None:
+            return adapter
+    if _load_scipy():
+        return lookup(f)
+    return None
+
+
+#: the parts of scipy whose spellings are registered
+_SCIPY_LOADED: set = set()
+_SCIPY_PARTS = ("special", "linalg", "stats")
+_scipy_lock = threading.Lock()
+
+
+def _load_scipy(force=False) -> bool:
+    """Register the spellings of each part of scipy (special, linalg, stats) that the program
+    has imported (with `force`, that is installed); True if a part was new."""
+    if not force and "scipy" not in sys.modules:
+        return False
+    new = [p for p in _SCIPY_PARTS if p not in _SCIPY_LOADED and
+           (force or f"scipy.{p}" in sys.modules)]
+    if not new:
+        return False
+    with _scipy_lock:
+        from . import scipy_api
+
+        added = False
+        for part in new:
+            if part in _SCIPY_LOADED:
+                continue
+            try:
+                scipy_api.register(part)
+            except ImportError:  # scipy absent (with force) or broken
+                pass
+            _SCIPY_LOADED.add(part)
+            added = True
+        return added
 
 
 class UnsupportedArgument(TypeError):
@@ -241,12 +303,6 @@ def logsumexp(a, axis=None, keepdims=False):
     return R.logsumexp(a, axis=_axis(axis), keepdims=bool(keepdims))
 
 
-try:  # scipy is optional: map its logsumexp when it is installed
-    import scipy.special as _sps
-
-    NUMPY[_sps.logsumexp] = logsumexp
-except Exception:  # pragma: no cover - scipy absent or broken
-    pass
 
 
 # ---- shape -------------------------------------------------------------------------------------
@@ -354,8 +410,22 @@ def vstack(tup, dtype=None, casting=None):
 def hstack(tup, dtype=None, casting=None):
     _refuse("numpy.hstack", dtype=dtype, casting=casting)
     arrs = list(tup)
-    axis = 0 if all(_rank(a, "numpy.hstack") == 1 for a in arrs) else 1
-    return S.concatenate(*arrs, axis=axis)
+    ranks = [_known_rank(a) for a in arrs]
+    if None not in ranks:
+        arrs = [S.reshape(a, (1,)) if r == 0 else a for a, r in zip(arrs, ranks)]
+        return S.concatenate(*arrs, axis=0 if all(r <= 1 for r in ranks) else 1)
+    # ranks known only at run time (the compiler's values): join each operand as a 2-D
+    # array along axis 1 and reshape, which is np.hstack for every rank
+    shapes = [S.shape(a) for a in arrs]
+    parts = [S.reshape(a, S.hstack_part_shape(s)) for a, s in zip(arrs, shapes)]
+    return S.reshape(S.concatenate(*parts, axis=1), S.hstack_shape(*shapes))
+
+
+def _known_rank(a):
+    try:
+        return builtins.len(S.shape(a))
+    except Exception:  # the compiler's values
+        return None
 
 
 _RANK_HINTS = {
@@ -815,6 +885,46 @@ spelling(numpy.argmax, method="argmax")(_arg_reduction(S.argmax, "numpy.argmax")
 spelling(numpy.argmin, method="argmin")(_arg_reduction(S.argmin, "numpy.argmin"))
 
 
+@spelling(numpy.choose, method="choose")
+def choose(a, choices, out=None, mode="raise"):
+    """Differentiable in the choices (a holds indices). Where `a` is known only at run
+    time, mode='raise' reports an index out of range as take_along_axis does (IndexError)
+    rather than numpy's ValueError."""
+    _refuse("numpy.choose", out=out)
+    if mode not in ("raise", "wrap", "clip"):
+        raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
+    if isinstance(choices, (list, tuple)):
+        cs = list(choices)
+    elif not _symbolic(choices):
+        cs = list(numpy.asarray(choices))
+    else:
+        raise UnsupportedArgument("numpy.choose(): pass the choices as a list (or tuple) of "
+                                  "arrays; an array of choices is supported when constant")
+    n = len(cs)
+    if not n:
+        raise ValueError("0-length sequence.")
+    if not _symbolic(a):
+        a = numpy.asarray(a)
+        if a.dtype.kind not in "iub":
+            raise TypeError("numpy.choose(): a must hold integers")
+        if mode == "wrap":
+            a = a % n
+        elif mode == "clip":
+            a = numpy.clip(a, 0, n - 1)
+        elif a.size and (a.min() < 0 or a.max() >= n):
+            raise ValueError("invalid entry in choice array")
+    elif mode == "wrap":
+        a = E.remainder(a, n)
+    elif mode == "clip":
+        a = E.clip(a, 0, n - 1)
+    else:  # a negative index must not wrap: make it one past the end, which take refuses
+        a = E.where(E.less(a, 0), n, a)
+    full = S.broadcast_shapes(S.shape(a), *[S.shape(c) for c in cs])
+    stacked = S.stack(*[S.broadcast_to(c, full) for c in cs], axis=0)
+    picked = take_along_axis(stacked, S.expand_dims(S.broadcast_to(a, full), axis=0), axis=0)
+    return S.squeeze(picked, axis=0)
+
+
 @spelling(numpy.select)
 def select(condlist, choicelist, default=0):
     if len(condlist) != len(choicelist):
@@ -1235,10 +1345,25 @@ def _matrix_norm(x, ord, axis, keepdims):
     return r
 
 
-def public_names() -> dict:
+# the argument helpers runtime.ops.scipy_api shares (by public names)
+refuse_args = _refuse
+axis_arg = _axis
+int_arg = _int_arg
+is_symbolic = _symbolic
+ufunc_adapter = _ufunc_adapter
+
+
+def public_names(scipy=None) -> dict:
     """Public name (np.x or np.linalg.x) -> object, for every numpy callable mapped in
-    NUMPY (a callable reached under several names is listed under each)."""
+    NUMPY (a callable reached under several names is listed under each), and the scipy
+    ones (scipy.special.x, scipy.linalg.x, scipy.stats.dist.method): with scipy=True when
+    scipy is installed (it is imported), by default when the program has imported it."""
     found = {}
+    if scipy or (scipy is None and "scipy" in sys.modules):
+        _load_scipy(force=bool(scipy))
+        from . import scipy_api
+
+        found.update(scipy_api.public_names())
     for prefix, mod in (("np", numpy), ("np.linalg", numpy.linalg)):
         for name in dir(mod):
             if name.startswith("_"):

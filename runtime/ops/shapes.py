@@ -23,7 +23,7 @@ __all__ = [
     "repeat_grad", "tile", "tile_grad", "pad", "crop_index", "pad_gather_index", "roll",
     "split_index", "split_check", "along_axis_index", "atleast_shape", "column_shape",
     "argsort", "argmax", "argmin", "replace_dim", "weights_shape", "linspace",
-    "nonzero_divisor",
+    "nonzero_divisor", "hstack_part_shape", "hstack_shape",
 ]
 
 builtins_max = builtins.max
@@ -596,7 +596,7 @@ def _pad_gather_index(xshape, pad_width, mode):
     rows = []
     for n, (b, a) in zip(xshape, _pad_widths(pad_width, len(xshape))):
         if n == 0 and b + a:
-            raise ValueError(f"can't extend empty axis using modes other than 'constant'")
+            raise ValueError("can't extend empty axis using modes other than 'constant'")
         rows.append(numpy.pad(numpy.arange(n), (b, a), mode=mode))
     return numpy.ix_(*rows) if rows else ()
 
@@ -747,6 +747,48 @@ weights_shape = defop("weights_shape", _weights_shape, meta=True, spell=call("we
 along_axis_index = defop("along_axis_index", _along_axis_index, meta=True,
                          spell=call("along_axis_index"),
                          doc="the index np.take_along_axis reads with")
+def _hstack_part_shape(xshape):
+    """The 2-D shape np.hstack joins an operand as, along axis 1: (1, n) for a 1-D (or
+    0-d) array, (s0, s1 * s2 * ...) for one of two or more dimensions (its rows keep their
+    order, so joining these and reshaping to `hstack_shape` is np.hstack)."""
+    s = tuple(xshape)
+    if len(s) < 2:
+        return (1, s[0] if s else 1)
+    rest = 1
+    for d in s[1:]:
+        rest *= d
+    return (s[0], rest)
+
+
+def _hstack_shape(*shapes):
+    """The shape np.hstack gives, with numpy's checks (equal ranks, equal sizes off the
+    joined axis)."""
+    shapes = [tuple(s) or (1,) for s in shapes]
+    if not shapes:
+        raise ValueError("need at least one array to concatenate")
+    if all(len(s) == 1 for s in shapes):
+        return (sum(s[0] for s in shapes),)
+    first = shapes[0]
+    for i, s in enumerate(shapes[1:], 1):
+        if len(s) != len(first):
+            raise ValueError(
+                f"all the input arrays must have same number of dimensions, but the array at "
+                f"index 0 has {len(first)} dimension(s) and the array at index {i} has "
+                f"{len(s)} dimension(s)")
+        for d in range(len(s)):
+            if d != 1 and s[d] != first[d]:
+                raise ValueError(
+                    "all the input array dimensions except for the concatenation axis must "
+                    f"match exactly, but along dimension {d}, the array at index 0 has size "
+                    f"{first[d]} and the array at index {i} has size {s[d]}")
+    return (first[0], sum(s[1] for s in shapes)) + first[2:]
+
+
+hstack_part_shape = defop("hstack_part_shape", _hstack_part_shape, meta=True,
+                          spell=call("hstack_part_shape"),
+                          doc="the 2-D shape np.hstack joins an operand as")
+hstack_shape = defop("hstack_shape", _hstack_shape, meta=True, spell=call("hstack_shape"),
+                     doc="the shape np.hstack gives, once numpy's conditions are checked")
 atleast_shape = defop("atleast_shape", _atleast_shape, meta=True, spell=call("atleast_shape"),
                       doc="the shape np.atleast_{1,2,3}d gives")
 column_shape = defop("column_shape", _column_shape, meta=True, spell=call("column_shape"),
