@@ -92,7 +92,7 @@ def _functional(name: str, fn, origin: str):
 FUNCTIONS: dict = {}
 LINALG: dict = {}
 
-for _public, _obj in sorted(_api.public_names().items()):
+for _public, _obj in sorted(_api.public_names(scipy=False).items()):  # numpy's own
     _prefix, _, _short = _public.rpartition(".")
     _table = FUNCTIONS if _prefix == "np" else LINALG
     _table[_short] = _functional(_short, _api.NUMPY[_obj], f"numpy{_public[2:]}")

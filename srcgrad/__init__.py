@@ -8,9 +8,11 @@
     array([0.84147098])
     >>> print(f.source)             # doctest: +SKIP
 
-Pipeline (one module each): frontend (parse) -> lower (AST to IR) -> reverse (adjoint IR)
--> optimize -> codegen (Python source) -> cache. Derivative rules come from the op set in
-`runtime.ops`, shared with the tape engine `runtime`.
+Pipeline (one module each): frontend (parse) -> lower (AST to IR, through the builder of
+`staging`) -> reverse (adjoint IR) or forward (tangent IR) -> optimize -> codegen (Python
+source) -> cache. `ir` holds the IR, its control-flow primitives and its checker. Derivative
+rules and the facts the stages read about each op come from the op set in `runtime.ops`,
+shared with the tape engine `runtime`.
 """
 __version__ = "0.1.0"  # the one place it is written (pyproject.toml reads it from here)
 

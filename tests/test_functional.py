@@ -2,6 +2,8 @@
 tables, numpy's values, PyTorch's keywords, gradients against finite differences."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -33,7 +35,7 @@ def test_the_first_names_a_pytorch_user_types_are_there_and_return_tensors():
 def test_every_mapped_numpy_function_and_elementwise_op_is_generated():
     """Nothing is written out name by name: a numpy function the op set maps, or an
     elementwise primitive with no numpy spelling, is a runtime function."""
-    for public, obj in public_names().items():
+    for public, obj in public_names(scipy=False).items():
         prefix, _, short = public.rpartition(".")
         fn = getattr(rt, short) if prefix == "np" else getattr(rt.linalg, short)
         wrapped = getattr(fn, "__wrapped__", None)
@@ -213,3 +215,19 @@ def test_the_generated_names_leave_runtimes_own_names_alone():
     assert rt.tensor is __import__("runtime.tensor", fromlist=["tensor"]).tensor
     assert rt.Tensor is Tensor and rt.no_grad.__module__ == "runtime.mode"
     assert "sum" not in rt.__all__  # a star import does not shadow builtins
+
+
+def test_runtime_imports_after_scipy_and_keeps_to_numpy_names():
+    """A program that imported scipy first: the generated functions are numpy's names only
+    (scipy's spellings are registered lazily, and are no numpy functions)."""
+    pytest.importorskip("scipy")
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    code = ("import scipy.stats, scipy.special, runtime; "
+            "assert not hasattr(runtime.linalg, 'logpdf'); print(runtime.exp.__name__)")
+    r = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": root})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "exp"
