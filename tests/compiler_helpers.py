@@ -179,3 +179,14 @@ def check_golden(name, source):
                                             f"golden/{name}.py", "generated"))
         pytest.fail(f"the generated source of {name} changed (rerun with "
                     f"SRCGRAD_UPDATE_GOLDEN=1 if the change is intended):\n{diff}")
+
+
+def run_python(code: str):
+    """Run `python -c code` in a fresh interpreter from the checkout's root (its srcgrad and
+    runtime first on the path); returns the CompletedProcess."""
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": root})

@@ -2,8 +2,6 @@
 tables, numpy's values, PyTorch's keywords, gradients against finite differences."""
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
@@ -11,6 +9,8 @@ import runtime as rt
 from runtime import Tensor, functional
 from runtime.ops import PRIMITIVES
 from runtime.ops.numpy_api import NUMPY, public_names
+
+from compiler_helpers import run_python
 
 FIRST_NAMES = ["log", "exp", "sin", "cos", "tanh", "sqrt", "abs", "sum", "mean", "matmul",
                "zeros", "ones", "zeros_like", "ones_like", "randn", "rand", "arange", "cat",
@@ -221,13 +221,8 @@ def test_runtime_imports_after_scipy_and_keeps_to_numpy_names():
     """A program that imported scipy first: the generated functions are numpy's names only
     (scipy's spellings are registered lazily, and are no numpy functions)."""
     pytest.importorskip("scipy")
-    import subprocess
-    import sys
-
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     code = ("import scipy.stats, scipy.special, runtime; "
             "assert not hasattr(runtime.linalg, 'logpdf'); print(runtime.exp.__name__)")
-    r = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
-                       env={**os.environ, "PYTHONPATH": root})
+    r = run_python(code)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "exp"

@@ -8,13 +8,14 @@ combinations the op set does not implement raise a clear error.
 """
 from __future__ import annotations
 
-import os
 
 import numpy as np
 import pytest
 
 from runtime.ops.numpy_api import NUMPY, UnsupportedArgument
 from runtime.tensor import Tensor
+
+from compiler_helpers import run_python
 
 pytestmark = pytest.mark.filterwarnings("ignore:Mean of empty slice:RuntimeWarning",
                                         "ignore:invalid value encountered:RuntimeWarning")
@@ -334,34 +335,22 @@ def test_ops_command_names_the_closest_spelling(capsys):
 def test_import_does_not_import_scipy():
     """scipy is optional and slow to import: srcgrad maps its spellings only once the
     program has imported it."""
-    import subprocess
-    import sys
-
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     code = ("import sys, numpy, srcgrad, runtime; from runtime.ops import numpy_api; "
             "assert 'scipy' not in sys.modules, sorted(m for m in sys.modules if 'scipy' in m); "
             "assert numpy_api.lookup(numpy.sin) is not None; "
             "assert numpy_api.lookup(len) is None; "
             "assert 'scipy' not in sys.modules")
-    env = dict(os.environ, PYTHONPATH=root)
-    r = subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True,
-                       text=True)
+    r = run_python(code)
     assert r.returncode == 0, r.stderr
 
 
 def test_scipy_spellings_register_once_scipy_is_imported():
     pytest.importorskip("scipy")
-    import subprocess
-    import sys
-
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     code = ("import sys, srcgrad; from runtime.ops import numpy_api; "
             "import scipy.special as sp; "
             "assert numpy_api.lookup(sp.gammaln) is not None; "
             "assert 'scipy.stats' not in sys.modules; "  # only the part the program imported
             "import scipy.stats as st; "
             "assert numpy_api.lookup(st.norm.logpdf) is not None")
-    env = dict(os.environ, PYTHONPATH=root)
-    r = subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True,
-                       text=True)
+    r = run_python(code)
     assert r.returncode == 0, r.stderr
