@@ -8,7 +8,6 @@ combinations the op set does not implement raise a clear error.
 """
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 
