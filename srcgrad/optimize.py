@@ -9,13 +9,15 @@
 - common subexpression elimination,
 - dead code elimination (which also drops cotangents that never reach a requested input).
 
-`optimize(graph, passes=...)` runs a chosen subset (the tests show each pass's effect).
+Each algebraic rewrite is a small function of one primitive's equation (`_REWRITES`, keyed
+by the primitive itself, never by its name). `optimize(graph, passes=...)` runs a chosen
+subset (the tests show each pass's effect); the optimizer keeps no state between calls.
+Input: a Graph (lowered, then differentiated). Output: an equivalent, smaller Graph.
 """
 from __future__ import annotations
 
 import collections
 import numbers
-import threading
 
 import numpy
 
@@ -59,112 +61,186 @@ def _same_shape(a, v) -> bool:
     return isinstance(a, Var) and isinstance(v, Var) and a.sclass == v.sclass
 
 
+def _array(v) -> bool:
+    return isinstance(v, Var) and v.kind == "array"
+
+
+def _producer_is(c: _Ctx, v, prim):
+    """The equation that made `v` when it is a call of `prim`, else None."""
+    p = c.prod(v)
+    return p if p is not None and p.prim is prim else None
+
+
+def _const_broadcast(c: _Ctx, v):
+    """The equation `broadcast_to(constant, shape)` that made `v`, else None."""
+    p = _producer_is(c, v, ops.broadcast_to)
+    return p if p is not None and _is_const(p.ins[0]) else None
+
+
+# ---- algebraic rewrites: one function per primitive, `rule(e, ctx) -> value or _KEEP` ----
+
+def _rw_add(e, c):
+    a, b = e.ins
+    if _array(a) and a is b:
+        return ops.multiply(2, a)  # a + a -> 2 * a (constant factors then fold)
+    if _is_const(b, 0) and _array(a):
+        return a
+    if _is_const(a, 0) and _array(b):
+        return b
+    return _KEEP
+
+
+def _rw_subtract(e, c):
+    a, b = e.ins
+    return a if _is_const(b, 0) and _array(a) else _KEEP
+
+
+def _rw_multiply(e, c):
+    a, b = e.ins
+    for x, y in ((a, b), (b, a)):
+        if _is_const(y, 1) and _array(x):
+            return x
+        ones = _producer_is(c, y, ops.ones_like)
+        if ones is not None and _same_shape(x, ones.ins[0]):
+            return x
+        bc = _const_broadcast(c, y)
+        if bc is not None:
+            src = c.shape_source(bc.ins[1])
+            if src is not None and _same_shape(x, src):
+                return ops.multiply(bc.ins[0], x)  # broadcast(c) * x -> c * x
+            if _is_const(x):  # broadcast(c) * d -> broadcast(c * d)
+                return ops.broadcast_to(bc.ins[0] * x, bc.ins[1])
+        inner_mul = _producer_is(c, y, ops.multiply)
+        if _is_const(x) and inner_mul is not None:
+            inner = [q for q in inner_mul.ins if _is_const(q)]
+            other = [q for q in inner_mul.ins if not _is_const(q)]
+            if len(inner) == 1 and len(other) == 1:  # a * (b * y) -> (a * b) * y
+                return ops.multiply(x * inner[0], other[0])
+    return _KEEP
+
+
+def _rw_divide(e, c):
+    a, b = e.ins
+    if _is_const(b, 1) and _array(a):
+        return a
+    ones = _producer_is(c, a, ops.ones_like)
+    if ones is not None and _same_shape(b, ones.ins[0]) and \
+            ones.ins[0].dclass == getattr(b, "dclass", None):
+        return ops.divide(1.0, b)  # ones_like(v) / b -> 1.0 / b
+    bc = _const_broadcast(c, a)
+    if bc is not None:
+        src = c.shape_source(bc.ins[1])
+        if src is not None and _same_shape(b, src):
+            return ops.divide(bc.ins[0], b)  # broadcast(c) / b -> c / b
+        if isinstance(b, Var) and b.kind == "meta" or _is_const(b):
+            # broadcast(c) / n -> broadcast(c / n): one scalar division, still a view
+            return ops.broadcast_to(ops.divide(bc.ins[0], b), bc.ins[1])
+    return _KEEP
+
+
+def _rw_power(e, c):
+    a, b = e.ins
+    return a if _is_const(b, 1) and isinstance(a, Var) else _KEEP
+
+
+def _rw_negative(e, c):
+    x = e.ins[0]
+    neg = _producer_is(c, x, ops.negative)
+    if neg is not None:
+        return neg.ins[0]
+    bc = _const_broadcast(c, x)
+    if bc is not None:
+        return ops.broadcast_to(-bc.ins[0], bc.ins[1])
+    mul = _producer_is(c, x, ops.multiply)
+    if mul is not None:
+        for k, q in enumerate(mul.ins):  # -(c * y) -> (-c) * y
+            if _is_const(q) and not _is_const(mul.ins[1 - k]):
+                return ops.multiply(-q, mul.ins[1 - k])
+    return _KEEP
+
+
+def _rw_to_shape(e, c):
+    """sum_to, broadcast_to, reshape to the shape their operand already has."""
+    x, s = e.ins
+    src = c.shape_source(s)
+    if src is not None and _same_shape(x, src):
+        return x
+    if src is not None and src.sclass == SCALAR and _is_const(x) and e.prim is not ops.reshape:
+        return x  # a Python number already acts as a 0-d array
+    return _KEEP
+
+
+def _rw_where(e, c):
+    cond, a, b = e.ins
+    if isinstance(cond, (bool, numpy.bool_)) and e.phase == "bwd":
+        # e.g. `0.5 ** y`: the rule's `where(x == 0, 0.0, g * ...)` with x a constant.
+        # Only for cotangents (floating), where a number in the other branch changes
+        # neither the shape nor the dtype.
+        chosen, other = (a, b) if cond else (b, a)
+        if _array(chosen) and _is_const(other):
+            return chosen
+    return _KEEP
+
+
+def _elementwise_producer(c, v):
+    p = c.prod(v)
+    return p if p is not None and p.prim.elementwise and p.prim.differentiable else None
+
+
+def _rw_shape(e, c):
+    # the shape of an elementwise result follows from its inputs' shapes: the result
+    # itself need not be kept alive (or saved by a loop) just for its shape
+    x = e.ins[0]
+    p = _elementwise_producer(c, x)
+    if p is None:
+        return _KEEP
+    arrays = [a for a in p.ins if _array(a)]
+    same = [a for a in arrays if a.sclass == x.sclass]
+    others_scalar = all(a.kind != "list" if isinstance(a, Var) else
+                        isinstance(a, numbers.Number) for a in p.ins)
+    if same and others_scalar:
+        return ops.shape(same[0])
+    if len(arrays) > 1 and others_scalar and len(arrays) <= 3:
+        return ops.broadcast_shapes(*[ops.shape(a) for a in arrays])
+    return _KEEP
+
+
+def _rw_reduced_size(e, c):
+    # like shape: the size of an elementwise result is that of a same-shaped input
+    x = e.ins[0]
+    p = _elementwise_producer(c, x)
+    if p is not None:
+        same = [a for a in p.ins if _array(a) and a.sclass == x.sclass]
+        if same:
+            return ops.reduced_size(same[0], **e.params)
+    return _KEEP
+
+
+def _rw_cast_like(e, c):
+    x, like = e.ins
+    if isinstance(x, Var) and isinstance(like, Var) and x.dclass == like.dclass:
+        return x
+    return _KEEP
+
+
+#: primitive -> its rewrite rule
+_REWRITES = {
+    ops.add: _rw_add, ops.subtract: _rw_subtract, ops.multiply: _rw_multiply,
+    ops.divide: _rw_divide, ops.power: _rw_power, ops.negative: _rw_negative,
+    ops.sum_to: _rw_to_shape, ops.broadcast_to: _rw_to_shape, ops.reshape: _rw_to_shape,
+    ops.where: _rw_where, ops.shape: _rw_shape, ops.reduced_size: _rw_reduced_size,
+    ops.cast_like: _rw_cast_like,
+}
+
+# rewrites that stage the same rewrite one step further up a chain of values: what they
+# stage is swept at once
+_CHAINS = (ops.shape, ops.reduced_size)
+
+
 def _simplify(e: Eqn, c: _Ctx):
     """A replacement value for e's output, or _KEEP."""
-    n = e.prim.name
-    ins = e.ins
-    if n == "add":
-        a, b = ins
-        if isinstance(a, Var) and a is b and a.kind == "array":
-            return ops.multiply(2, a)  # a + a -> 2 * a (constant factors then fold)
-        if _is_const(b, 0) and isinstance(a, Var) and a.kind == "array":
-            return a
-        if _is_const(a, 0) and isinstance(b, Var) and b.kind == "array":
-            return b
-    elif n == "subtract":
-        a, b = ins
-        if _is_const(b, 0) and isinstance(a, Var) and a.kind == "array":
-            return a
-    elif n == "multiply":
-        a, b = ins
-        for x, y in ((a, b), (b, a)):
-            if _is_const(y, 1) and isinstance(x, Var) and x.kind == "array":
-                return x
-            p = c.prod(y)
-            if p is not None and p.prim.name == "ones_like" and _same_shape(x, p.ins[0]):
-                return x
-            if p is not None and p.prim.name == "broadcast_to" and _is_const(p.ins[0]):
-                src = c.shape_source(p.ins[1])
-                if src is not None and _same_shape(x, src):
-                    return ops.multiply(p.ins[0], x)  # broadcast(c) * x -> c * x
-                if _is_const(x):  # broadcast(c) * d -> broadcast(c * d)
-                    return ops.broadcast_to(p.ins[0] * x, p.ins[1])
-            if _is_const(x) and p is not None and p.prim.name == "multiply":
-                inner = [q for q in p.ins if _is_const(q)]
-                other = [q for q in p.ins if not _is_const(q)]
-                if len(inner) == 1 and len(other) == 1:  # a * (b * y) -> (a * b) * y
-                    return ops.multiply(x * inner[0], other[0])
-    elif n == "divide":
-        a, b = ins
-        if _is_const(b, 1) and isinstance(a, Var) and a.kind == "array":
-            return a
-        p = c.prod(a)
-        if p is not None and p.prim.name == "ones_like" and _same_shape(b, p.ins[0]) and \
-                p.ins[0].dclass == getattr(b, "dclass", None):
-            return ops.divide(1.0, b)  # ones_like(v) / b -> 1.0 / b
-        if p is not None and p.prim.name == "broadcast_to" and _is_const(p.ins[0]):
-            src = c.shape_source(p.ins[1])
-            if src is not None and _same_shape(b, src):
-                return ops.divide(p.ins[0], b)  # broadcast(c) / b -> c / b
-            if isinstance(b, Var) and b.kind == "meta" or _is_const(b):
-                # broadcast(c) / n -> broadcast(c / n): one scalar division, still a view
-                return ops.broadcast_to(ops.divide(p.ins[0], b), p.ins[1])
-    elif n == "power":
-        a, b = ins
-        if _is_const(b, 1) and isinstance(a, Var):
-            return a
-    elif n == "negative":
-        p = c.prod(ins[0])
-        if p is not None and p.prim.name == "negative":
-            return p.ins[0]
-        if p is not None and p.prim.name == "broadcast_to" and _is_const(p.ins[0]):
-            return ops.broadcast_to(-p.ins[0], p.ins[1])
-        if p is not None and p.prim.name == "multiply":
-            for k, q in enumerate(p.ins):  # -(c * y) -> (-c) * y
-                if _is_const(q) and not _is_const(p.ins[1 - k]):
-                    return ops.multiply(-q, p.ins[1 - k])
-    elif n in ("sum_to", "broadcast_to", "reshape"):
-        x, s = ins
-        src = c.shape_source(s)
-        if src is not None and _same_shape(x, src):
-            return x
-        if src is not None and src.sclass == SCALAR and _is_const(x) and n != "reshape":
-            return x  # a Python number already acts as a 0-d array
-    elif n == "where":
-        cond, a, b = ins
-        if isinstance(cond, (bool, numpy.bool_)) and e.phase == "bwd":
-            # e.g. `0.5 ** y`: the rule's `where(x == 0, 0.0, g * ...)` with x a constant.
-            # Only for cotangents (floating), where a number in the other branch changes
-            # neither the shape nor the dtype.
-            chosen, other = (a, b) if cond else (b, a)
-            if isinstance(chosen, Var) and chosen.kind == "array" and _is_const(other):
-                return chosen
-    elif n == "shape":
-        # the shape of an elementwise result follows from its inputs' shapes: the result
-        # itself need not be kept alive (or saved by a loop) just for its shape
-        p = c.prod(ins[0])
-        if p is not None and p.prim.elementwise and p.prim.differentiable:
-            arrays = [a for a in p.ins if isinstance(a, Var) and a.kind == "array"]
-            same = [a for a in arrays if a.sclass == ins[0].sclass]
-            others_scalar = all(a.kind != "list" if isinstance(a, Var) else
-                                isinstance(a, numbers.Number) for a in p.ins)
-            if same and others_scalar:
-                return ops.shape(same[0])
-            if len(arrays) > 1 and others_scalar and len(arrays) <= 3:
-                return ops.broadcast_shapes(*[ops.shape(a) for a in arrays])
-    elif n == "reduced_size":
-        # like shape: the size of an elementwise result is that of a same-shaped input
-        p = c.prod(ins[0])
-        if p is not None and p.prim.elementwise and p.prim.differentiable:
-            same = [a for a in p.ins if isinstance(a, Var) and a.kind == "array" and
-                    a.sclass == ins[0].sclass]
-            if same:
-                return ops.reduced_size(same[0], **e.params)
-    elif n == "cast_like":
-        x, like = ins
-        if isinstance(x, Var) and isinstance(like, Var) and x.dclass == like.dclass:
-            return x
-    return _KEEP
+    rule = _REWRITES.get(e.prim)
+    return _KEEP if rule is None else rule(e, c)
 
 
 def _key(e: Eqn):
@@ -194,14 +270,15 @@ def optimize(graph: Graph, named: set | None = None, passes=PASSES, keep=()) -> 
     named = set() if named is None else named
     eqns = list(graph.eqns)
     outputs = graph.outputs
-    _state.protected = {v.id for v in graph.inputs}
-    _state.shape_alias = {}
+    # shape Vars computed without the value they are the shape of (see `_rw_shape`): id ->
+    # that value, so later rules still know whose shape it is
+    shape_alias: dict[int, Var] = {}
     # Shapes are rewritten last, once the rest has settled: the shape of a long chain of
     # elementwise results becomes an expression in the shapes of the chain's inputs, and
     # it is worth building only for the shapes still needed (where they are needed).
     for shapes in (False, True):
         while True:
-            run = _Run(graph, named, passes, shapes)
+            run = _Run(graph, named, passes, shapes, shape_alias)
             eqns = run.block(eqns, {}, {})
             outputs = run.res_tree(outputs)
             changed = run.changed
@@ -224,12 +301,14 @@ def _count(eqns) -> int:
 class _Run:
     """One sweep of simplify / fold / cse over a block and its nested blocks."""
 
-    def __init__(self, graph, named, passes, shapes=True):
+    def __init__(self, graph, named, passes, shapes, shape_alias):
         self.graph, self.named, self.passes = graph, named, passes
         self.shapes = shapes  # whether `shape` equations are rewritten
         self.subst: dict[int, object] = {}
         self.changed = False
-        self.shape_alias: dict[int, Var] = _state.shape_alias
+        self.shape_alias: dict[int, Var] = shape_alias
+        # the graph's inputs: their names are the parameters', never moved
+        self.protected = {v.id for v in graph.inputs}
 
         self.shape_source: dict[int, Var] = {}
         self.facts = Builder()  # only its shape/dtype class rules are used
@@ -284,7 +363,7 @@ class _Run:
                 new.append(e)
                 continue
             staged = self.visit(e, ctx, seen, producer, new)
-            if e.prim.name in _CHAINS:
+            if e.prim in _CHAINS:
                 todo.extend(reversed(staged))
             else:
                 new.extend(staged)
@@ -343,14 +422,9 @@ class _Run:
 
     def _replace(self, e: Eqn, r, producer: dict):
         out = e.outs[0]
-        _move_name(out, r, self.named, e.phase, producer)
+        _move_name(out, r, self.named, e.phase, producer, self.protected)
         self.subst[out.id] = r
         self.changed = True
-
-
-# rewrites that stage the same rewrite one step further up a chain of values: what they
-# stage is swept at once
-_CHAINS = {"shape", "reduced_size"}
 
 
 class _Seen(dict):
@@ -406,14 +480,7 @@ def _dce(eqns, live: set) -> list:
     return kept[::-1]
 
 
-# Per compiling thread (compilations in other threads run at the same time), set by
-# `optimize`: `protected`, the ids of the graph's inputs (their names are the parameters');
-# `shape_alias`, shape Vars computed without the value they are the shape of (see "shape"
-# in _simplify): id -> that value, so later rules still know whose shape it is.
-_state = threading.local()
-
-
-def _move_name(old: Var, new, named: set, phase: str = "fwd", producer=None):
+def _move_name(old: Var, new, named: set, phase: str, producer: dict, protected: set):
     """Give `new` the user's name `old` carried, when `old` is replaced by `new`.
 
     A cotangent's name (`dy`) never moves onto a value of the forward pass: when CSE finds
@@ -423,7 +490,7 @@ def _move_name(old: Var, new, named: set, phase: str = "fwd", producer=None):
     if made_by is not None and made_by.phase == "fwd" and phase == "bwd":
         return
     if isinstance(new, Var) and old.id in named and new.id not in named and \
-            new.const_name is None and new.id not in _state.protected:
+            new.const_name is None and new.id not in protected:
         new.hint = old.hint
         named.add(new.id)
 
