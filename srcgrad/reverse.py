@@ -211,66 +211,76 @@ class _Reverser:
 
     def loop(self, e: Eqn, cts: dict):
         """Stage the adjoint loop of `e`; returns the equation creating its stack (to be
-        placed before `e`), or None when nothing needed saving."""
-        is_for = e.prim is FOR
-        carry, body = e.params["carry"], e.params["body"]
-        inits = e.ins[3:] if is_for else e.ins
+        placed before `e`), or None when nothing needed saving. In four steps: the adjoint
+        body, the choice of what to save, the stack (pushes in the forward body, pops in
+        the adjoint one), and the adjoint loop with the cotangents that leave it."""
+        carry = e.params["carry"]
         act = [k for k, c in enumerate(carry) if c.id in self.active]
         gs = {k: cts.pop(o.id, None) for k, o in enumerate(e.outs)}
         if not act or all(gs[k] is None for k in act):
             return None
-        b = self.b
-        counted = "count" in e.params
-        index = e.params.get("index")
-        # 1. the adjoint body, staged with fresh cotangent carries
+        lp = _LoopParts(e, act)
+        self._adjoint_body(lp)
+        self._choose_saved(lp)
+        stack_eqn = self._stack(lp)
+        self._adjoint_loop(lp, gs, cts)
+        return stack_eqn
+
+    def _adjoint_body(self, lp: "_LoopParts"):
+        """Step 1: the adjoint body, staged with fresh cotangent carries (`lp.dcs`) and
+        accumulators for the outer values the body reads (`lp.accs`); `lp.nexts` are the
+        carries' next values."""
+        b, carry, body = self.b, lp.carry, lp.body
         b.push_block()
         self.depth += 1
-        dcs = {k: Var("d" + carry[k].hint, "array") for k in act}
+        lp.dcs = {k: Var("d" + carry[k].hint, "array") for k in lp.act}
         local: dict = {}
-        for k in act:
+        for k in lp.act:
             v = body.outs[k]
             if isinstance(v, Var) and v.id in self.active:
-                _add(local, v, dcs[k])
+                _add(local, v, lp.dcs[k])
         self.block(body.eqns, local)
         self.depth -= 1
         b.hint = "d"
         with staging(b):
-            nexts = []
-            for k in act:
+            lp.nexts = []
+            for k in lp.act:
                 ct = local.pop(carry[k].id, None)
                 if ct is None:
                     b.hint = "d" + carry[k].hint
                     ct = ops.zeros_like(carry[k])
-                nexts.append(ct)
-            outer_ids = [vid for vid in local]
+                lp.nexts.append(ct)
             refs = referenced(body.eqns, body.outs)
-            outer = [_lookup(refs, vid) for vid in outer_ids]
-            accs = {}
-            for vid, v in zip(outer_ids, outer):
+            lp.accs = {}
+            for vid in list(local):
+                v = _lookup(refs, vid)
                 acc = Var("d" + v.hint, "array")
                 b.hint = "d" + v.hint
-                nexts.append(ops.add(acc, local[vid]))
-                accs[vid] = (v, acc)
-        adj_eqns = b.pop_block()
-        # 2. what the adjoint body reads from the forward iteration: save it on a stack
+                lp.nexts.append(ops.add(acc, local[vid]))
+                lp.accs[vid] = (v, acc)
+        lp.adj_eqns = b.pop_block()
+
+    def _choose_saved(self, lp: "_LoopParts"):
+        """Step 2: what the adjoint body reads from the forward iteration: values at the
+        start of an iteration (`lp.at_start`), values made in it (`lp.at_end`), items of
+        outer arrays indexed again instead (`lp.remat`); a value read only for its shape is
+        saved as its shape."""
+        b, e, body, index = self.b, lp.e, lp.body, lp.index
         fwd_body = _defined(body.eqns)
-        reads = referenced(adj_eqns, nexts)
-        at_start = [v for v in carry if v.id in reads]
-        if counted and index is not None and index.id in reads:
-            at_start.append(index)
+        reads = referenced(lp.adj_eqns, lp.nexts)
+        lp.at_start = [v for v in lp.carry if v.id in reads]
+        if lp.counted and index is not None and index.id in reads:
+            lp.at_start.append(index)
         # x[t] of an array from outside the loop is cheaper to index again than to save
-        remat = []
-        carry_ids = {id(c) for c in carry}
-        for q in body.eqns:
-            if q.prim.name == "getitem" and q.outs and q.outs[0].id in reads and \
-                    isinstance(q.ins[0], Var) and q.ins[0].id not in fwd_body and \
-                    id(q.ins[0]) not in carry_ids and \
-                    (q.ins[1] is index and index is not None and not counted):
-                remat.append(q)
-        remat_ids = {q.outs[0].id for q in remat}
+        carry_ids = {id(c) for c in lp.carry}
+        lp.remat = [q for q in body.eqns
+                    if q.prim is ops.getitem and q.outs and q.outs[0].id in reads and
+                    isinstance(q.ins[0], Var) and q.ins[0].id not in fwd_body and
+                    id(q.ins[0]) not in carry_ids and
+                    (q.ins[1] is index and index is not None and not lp.counted)]
+        remat_ids = {q.outs[0].id for q in lp.remat}
         at_end = [v for vid, v in fwd_body.items() if vid in reads and vid not in remat_ids]
-        # a value the adjoint reads only for its shape is saved as its shape
-        shape_only = _shape_only_uses(adj_eqns, nexts)
+        shape_only = _shape_only_uses(lp.adj_eqns, lp.nexts)
         with staging(b):
             b.push_block()
             b.eqns = body.eqns
@@ -278,93 +288,116 @@ class _Reverser:
             cond_outs = {o.id for e2 in body.eqns if e2.prim is COND for o in e2.outs}
             b.loc = None
             mapping_shape = {}
-            for group in (at_start, at_end):
+            for group in (lp.at_start, at_end):
                 for j, v in enumerate(group):
                     if v.id in shape_only and v.id not in cond_outs:
                         s_var = ops.shape(v)
                         group[j] = s_var
                         for shape_eqn in shape_only[v.id]:
                             mapping_shape[shape_eqn.outs[0].id] = s_var
-            subst(adj_eqns, mapping_shape)  # once: a pass per value would be quadratic
+            subst(lp.adj_eqns, mapping_shape)  # once: a pass per value would be quadratic
             b.pop_block()
             b.phase = "bwd"
-        start_ids = {v.id for v in at_start}
-        at_end = [v for v in at_end if v.id not in start_ids]  # saved once is enough
+        start_ids = {v.id for v in lp.at_start}
+        lp.at_end = [v for v in at_end if v.id not in start_ids]  # saved once is enough
         # shapes of carried values are computed where their push happens: at the start
-        moved = [e2 for e2 in body.eqns if e2.outs and e2.outs[0].id in start_ids]
-        moved_ids = {id(m) for m in moved}
-        body.eqns = moved + [e2 for e2 in body.eqns if id(e2) not in moved_ids]
+        lp.moved = [e2 for e2 in body.eqns if e2.outs and e2.outs[0].id in start_ids]
+        moved_ids = {id(m) for m in lp.moved}
+        body.eqns = lp.moved + [e2 for e2 in body.eqns if id(e2) not in moved_ids]
+
+    def _stack(self, lp: "_LoopParts"):
+        """Step 3: the stack: pushes in the forward body, pops (and items indexed again)
+        at the top of the adjoint body; returns the equation creating the stack or None."""
+        e, body, index, counted = lp.e, lp.body, lp.index, lp.counted
         stack_eqn = None
-        pops = []
-        rev_index = Var(index.hint if index is not None and not counted else "_", "meta")
+        lp.pops = []
+        lp.rev_index = Var(index.hint if index is not None and not counted else "_", "meta")
         mapping = {}
         if not counted and index is not None:
-            mapping[index.id] = rev_index
-        if at_start or at_end:
-            stack = Var(f"{(carry[act[0]].hint)}_stack", "stack")
+            mapping[index.id] = lp.rev_index
+        if lp.at_start or lp.at_end:
+            stack = Var(f"{(lp.carry[lp.act[0]].hint)}_stack", "stack")
             stack_eqn = Eqn(NEWSTACK, [], [stack], {}, e.loc, "fwd")
             # a push and its pop share a tag (forward mode pairs their tangents by it)
-            if at_start:
-                body.eqns.insert(len(moved), Eqn(PUSH, [stack] + at_start, [],
-                                                 {"tag": f"{stack.id}:start"}, e.loc, "fwd"))
-            if at_end:
-                body.eqns.append(Eqn(PUSH, [stack] + at_end, [], {"tag": f"{stack.id}:end"},
-                                     e.loc, "fwd"))
-            for group, where in ((at_end, "end"), (at_start, "start")):
+            if lp.at_start:
+                body.eqns.insert(len(lp.moved), Eqn(PUSH, [stack] + lp.at_start, [],
+                                                    {"tag": f"{stack.id}:start"}, e.loc, "fwd"))
+            if lp.at_end:
+                body.eqns.append(Eqn(PUSH, [stack] + lp.at_end, [],
+                                     {"tag": f"{stack.id}:end"}, e.loc, "fwd"))
+            for group, where in ((lp.at_end, "end"), (lp.at_start, "start")):
                 if group:
                     popped = [Var(v.hint, v.kind, v.sclass, v.dclass) for v in group]
                     for v, p in zip(group, popped):
                         mapping[v.id] = p
-                    pops.append(Eqn(POP, [stack], popped, {"tag": f"{stack.id}:{where}"},
-                                    e.loc, "bwd"))
-        for q in remat:
+                    lp.pops.append(Eqn(POP, [stack], popped, {"tag": f"{stack.id}:{where}"},
+                                       e.loc, "bwd"))
+        for q in lp.remat:
             again = Var(q.outs[0].hint, q.outs[0].kind, q.outs[0].sclass, q.outs[0].dclass)
             mapping[q.outs[0].id] = again
-            pops.append(Eqn(q.prim, [q.ins[0], rev_index], [again], dict(q.params), q.loc,
-                            "bwd"))
-        subst(adj_eqns, mapping)
-        nexts = [mapping.get(v.id, v) if isinstance(v, Var) else v for v in nexts]
-        # 3. the adjoint loop
+            lp.pops.append(Eqn(q.prim, [q.ins[0], lp.rev_index], [again], dict(q.params),
+                               q.loc, "bwd"))
+        subst(lp.adj_eqns, mapping)
+        lp.nexts = [mapping.get(v.id, v) if isinstance(v, Var) else v for v in lp.nexts]
+        return stack_eqn
+
+    def _adjoint_loop(self, lp: "_LoopParts", gs: dict, cts: dict):
+        """Step 4: the adjoint loop, then the cotangents that leave it: to the initial
+        values and to the outer values."""
+        b, e, carry = self.b, lp.e, lp.carry
         b.loc = e.loc
         with staging(b):
             init_vals = []
-            for k in act:
+            for k in lp.act:
                 g = gs[k]
                 if g is None:
                     b.hint = "d" + carry[k].hint
                     g = ops.zeros_like(e.outs[k])
                 init_vals.append(g)
-            for vid, (v, acc) in accs.items():
+            for vid, (v, acc) in lp.accs.items():
                 prev = cts.pop(vid, None)
                 if prev is None:
                     b.hint = "d" + v.hint
                     prev = ops.zeros_like(v)
                 init_vals.append(prev)
-        adj_carry = [dcs[k] for k in act] + [acc for _, acc in accs.values()]
+        adj_carry = [lp.dcs[k] for k in lp.act] + [acc for _, acc in lp.accs.values()]
         adj_outs = [Var(c.hint, "array") for c in adj_carry]
         for o in adj_outs:
             b.named.add(o.id)
-        params = {"index": rev_index, "carry": adj_carry, "body": Block(pops + adj_eqns, nexts)}
-        if counted:
-            n = e.outs[e.params["count"]]
-            ins = [0, n, 1]
+        params = {"index": lp.rev_index, "carry": adj_carry,
+                  "body": Block(lp.pops + lp.adj_eqns, lp.nexts)}
+        if lp.counted:
+            ins = [0, e.outs[e.params["count"]], 1]
             params["reverse"] = False
         else:
             ins = list(e.ins[:3])
             params["reverse"] = not e.params.get("reverse", False)
         b.structured(FOR, ins + init_vals, adj_outs, params)
-        # 4. cotangents leave the loop: to the initial values and to the outer values
         with staging(b):
             # the outer values' accumulators already include their earlier cotangents;
             # then the initial values' cotangents add to them (an input can be both)
-            for (vid, (v, _)), o in zip(accs.items(), adj_outs[len(act):]):
+            for (vid, (v, _)), o in zip(lp.accs.items(), adj_outs[len(lp.act):]):
                 cts[vid] = o
-            for k, o in zip(act, adj_outs):
+            inits = e.ins[3:] if e.prim is FOR else e.ins
+            for k, o in zip(lp.act, adj_outs):
                 i = inits[k]
                 if isinstance(i, Var) and i.id in self.active:
                     b.hint = "d" + i.hint
                     _add(cts, i, o)
-        return stack_eqn
+
+
+class _LoopParts:
+    """What the steps of a loop's reversal hand each other (see `_Reverser.loop`)."""
+
+    def __init__(self, e: Eqn, act: list):
+        self.e, self.act = e, act
+        self.carry, self.body = e.params["carry"], e.params["body"]
+        self.counted = "count" in e.params  # a while loop (its trip count is counted)
+        self.index = e.params.get("index")
+        # filled by the steps
+        self.dcs = self.accs = self.nexts = self.adj_eqns = None
+        self.at_start = self.at_end = self.remat = self.moved = self.pops = None
+        self.rev_index = None
 
 
 def _shape_only_uses(eqns, outs) -> dict:
