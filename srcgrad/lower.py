@@ -1606,19 +1606,12 @@ class Lowerer:
         return self.apply(f, args, kwargs, node)
 
     def apply(self, f, args, kwargs, node):
+        """The value of the call `f(*args, **kwargs)`: an op's adapter, a builtin srcgrad
+        knows, a method of a list or dict, or a Python function inlined."""
         hashable = _hashable(f)
         if args and isinstance(args[0], Var) and args[0].kind == "list" and \
                 f is not builtins.len and f is not builtins.sum:
-            if f in (numpy.stack, numpy.array, numpy.asarray):
-                axis = kwargs.pop("axis", 0)
-                if kwargs or len(args) > 1:
-                    raise self.unsupported(f"{f.__name__}() of a list with these arguments is",
-                                           node)
-                return self.b.stage(STACK_LIST, [args[0]], {"axis": axis})
-            raise self.error(
-                f"{getattr(f, '__name__', f)}() of a list built in a run-time loop or branch "
-                "is not supported by srcgrad (np.stack(list) and len(list) are)", node,
-                UnsupportedSyntaxError)
+            return self.apply_to_list(f, args, kwargs, node)
         adapter = lookup(f) if hashable else None
         if adapter is not None:
             return adapter(*args, **kwargs)
@@ -1626,86 +1619,119 @@ class Lowerer:
             return f(*args, **kwargs)
         if isinstance(f, _LocalFunction):
             return self.inline_local(f, args, kwargs, node)
-        if hashable and f in _MATH:
-            if not any(has_var(a) for a in args):
-                return f(*args)
-            # math functions take Python numbers: an array of one or more dimensions is
-            # refused at run time, as Python refuses it
-            return _MATH[f](*[ops.to_float(a) if isinstance(a, Var) else a for a in args])
-        if hashable and f in _SIDE_EFFECTS:
-            raise self.unsupported(f"{_SIDE_EFFECTS[f]} has side effects: it is", node)
         if not hashable:
             raise self.error(f"a {type(f).__name__} is not callable here", node,
                              UnknownFunctionError)
-        if f is builtins.len:
-            (v,) = args
-            if isinstance(v, Var) and v.kind == "list":
-                return self.b.stage(LEN, [v], {})
-            if isinstance(v, Var):
-                return ops.getitem(ops.shape(v), 0)
-            return len(v)
-        if f in (builtins.float, builtins.int, builtins.bool):
-            (v,) = args
-            if not has_var(v):
-                return f(v)
-            if f is builtins.int and isinstance(v, Var) and v.kind in ("meta", "array"):
-                # (of a value the derivative flows through, refused by check_sound if the
-                # result reaches the output: int() has no derivative to give; the error
-                # points at the call)
-                loc = self.b.loc
-                if loc is not None:
-                    self.b.loc = Loc(loc.filename, node.lineno, node.col_offset, loc.text)
-                try:
-                    return self.b.stage(INT, [v], {})
-                finally:
-                    self.b.loc = loc
-            if f is builtins.float and isinstance(v, Var):
-                return ops.to_float(v)  # refuses arrays of one or more dimensions
-            raise StaticValueNeeded(f"{f.__name__}() of a run-time value")
-        if f is builtins.abs:
-            (v,) = args
-            return ops.absolute(v) if has_var(v) else abs(v)
-        if f is builtins.pow:
-            return ops.power(*args) if any(has_var(a) for a in args) else pow(*args)
-        if f in (builtins.min, builtins.max):
-            if len(args) == 1 and isinstance(args[0], Var) and args[0].kind == "array" and \
-                    not kwargs:  # the largest item along the first axis (of a 1-d array)
-                return (ops.min if f is builtins.min else ops.max)(args[0], axis=0)
-            items = list(args[0]) if len(args) == 1 else list(args)
-            if not any(has_var(v) for v in items):
-                return f(items, **kwargs)
-            prim = ops.minimum if f is builtins.min else ops.maximum
-            out = items[0]
-            for v in items[1:]:
-                out = prim(out, v)
-            return out
-        if f is builtins.sum:
-            if isinstance(args[0], Var) and args[0].kind == "array" and not kwargs:
-                # Python adds the rows (the items along the first axis) to `start`
-                total = ops.sum(args[0], axis=0)
-                return ops.add(args[1], total) if len(args) > 1 else total
-            if isinstance(args[0], Var) and args[0].kind == "list":
-                # np.stack: the items must have one shape (an empty list raises)
-                total = ops.sum(self.b.stage(STACK_LIST, [args[0]], {"axis": 0}), axis=0)
-                return ops.add(total, args[1]) if len(args) > 1 else total
-            items = list(args[0])
-            out = args[1] if len(args) > 1 else 0
-            for v in items:
-                out = ops.add(out, v) if (has_var(out) or has_var(v)) else out + v
-            return out
-        if f in (builtins.range, builtins.tuple, builtins.list, builtins.zip,
-                 builtins.enumerate, builtins.reversed, builtins.isinstance):
-            if any(has_var(a) for a in args):
-                raise StaticValueNeeded(f"the arguments of {f.__name__}()")
-            return f(*args, **kwargs)
-        if isinstance(f, types.BuiltinMethodType) and isinstance(getattr(f, "__self__", None),
-                                                                 list):
-            if f.__name__ in ("append", "extend", "pop", "index"):
-                return f(*args)
-        if isinstance(f, types.BuiltinMethodType) and \
-                type(getattr(f, "__self__", None)) is dict and \
-                f.__name__ in ("get", "keys", "values", "items"):
-            d = f.__self__  # reading a dict: a structured argument's or the function's own
+        handler = _BUILTIN_CALLS.get(f)
+        if handler is not None:
+            return handler(self, f, args, kwargs, node)
+        if f in _SIDE_EFFECTS:
+            raise self.unsupported(f"{_SIDE_EFFECTS[f]} has side effects: it is", node)
+        result = self.apply_container_method(f, args, kwargs)
+        if result is not _MISSING:
+            return result
+        return self.apply_python(f, args, kwargs, node)
+
+    def apply_to_list(self, f, args, kwargs, node):
+        """A call on a list built in a run-time loop or branch: np.stack of it only."""
+        if f in (numpy.stack, numpy.array, numpy.asarray):
+            axis = kwargs.pop("axis", 0)
+            if kwargs or len(args) > 1:
+                raise self.unsupported(f"{f.__name__}() of a list with these arguments is",
+                                       node)
+            return self.b.stage(STACK_LIST, [args[0]], {"axis": axis})
+        raise self.error(
+            f"{getattr(f, '__name__', f)}() of a list built in a run-time loop or branch "
+            "is not supported by srcgrad (np.stack(list) and len(list) are)", node,
+            UnsupportedSyntaxError)
+
+    # builtins (see _BUILTIN_CALLS): `call_x(self, f, args, kwargs, node)`
+
+    def call_math(self, f, args, kwargs, node):
+        if not any(has_var(a) for a in args):
+            return f(*args)
+        # math functions take Python numbers: an array of one or more dimensions is
+        # refused at run time, as Python refuses it
+        return _MATH[f](*[ops.to_float(a) if isinstance(a, Var) else a for a in args])
+
+    def call_len(self, f, args, kwargs, node):
+        (v,) = args
+        if isinstance(v, Var) and v.kind == "list":
+            return self.b.stage(LEN, [v], {})
+        if isinstance(v, Var):
+            return ops.getitem(ops.shape(v), 0)
+        return len(v)
+
+    def call_number(self, f, args, kwargs, node):
+        """float(), int() and bool()."""
+        (v,) = args
+        if not has_var(v):
+            return f(v)
+        if f is builtins.int and isinstance(v, Var) and v.kind in ("meta", "array"):
+            # (of a value the derivative flows through, refused by check_sound if the
+            # result reaches the output: int() has no derivative to give; the error
+            # points at the call)
+            loc = self.b.loc
+            if loc is not None:
+                self.b.loc = Loc(loc.filename, node.lineno, node.col_offset, loc.text)
+            try:
+                return self.b.stage(INT, [v], {})
+            finally:
+                self.b.loc = loc
+        if f is builtins.float and isinstance(v, Var):
+            return ops.to_float(v)  # refuses arrays of one or more dimensions
+        raise StaticValueNeeded(f"{f.__name__}() of a run-time value")
+
+    def call_abs(self, f, args, kwargs, node):
+        (v,) = args
+        return ops.absolute(v) if has_var(v) else abs(v)
+
+    def call_pow(self, f, args, kwargs, node):
+        return ops.power(*args) if any(has_var(a) for a in args) else pow(*args)
+
+    def call_min_max(self, f, args, kwargs, node):
+        if len(args) == 1 and isinstance(args[0], Var) and args[0].kind == "array" and \
+                not kwargs:  # the largest item along the first axis (of a 1-d array)
+            return (ops.min if f is builtins.min else ops.max)(args[0], axis=0)
+        items = list(args[0]) if len(args) == 1 else list(args)
+        if not any(has_var(v) for v in items):
+            return f(items, **kwargs)
+        prim = ops.minimum if f is builtins.min else ops.maximum
+        out = items[0]
+        for v in items[1:]:
+            out = prim(out, v)
+        return out
+
+    def call_sum(self, f, args, kwargs, node):
+        if isinstance(args[0], Var) and args[0].kind == "array" and not kwargs:
+            # Python adds the rows (the items along the first axis) to `start`
+            total = ops.sum(args[0], axis=0)
+            return ops.add(args[1], total) if len(args) > 1 else total
+        if isinstance(args[0], Var) and args[0].kind == "list":
+            # np.stack: the items must have one shape (an empty list raises)
+            total = ops.sum(self.b.stage(STACK_LIST, [args[0]], {"axis": 0}), axis=0)
+            return ops.add(total, args[1]) if len(args) > 1 else total
+        items = list(args[0])
+        out = args[1] if len(args) > 1 else 0
+        for v in items:
+            out = ops.add(out, v) if (has_var(out) or has_var(v)) else out + v
+        return out
+
+    def call_static(self, f, args, kwargs, node):
+        """range, tuple, list, zip, enumerate, reversed, isinstance: of static values."""
+        if any(has_var(a) for a in args):
+            raise StaticValueNeeded(f"the arguments of {f.__name__}()")
+        return f(*args, **kwargs)
+
+    def apply_container_method(self, f, args, kwargs):
+        """A method of a list or dict the lowerer holds (or _MISSING)."""
+        owner = getattr(f, "__self__", None)
+        if not isinstance(f, types.BuiltinMethodType):
+            return _MISSING
+        if isinstance(owner, list) and f.__name__ in ("append", "extend", "pop", "index"):
+            return f(*args)
+        if type(owner) is dict and f.__name__ in ("get", "keys", "values", "items"):
+            d = owner  # reading a dict: a structured argument's or the function's own
             if f.__name__ == "get" and not kwargs and 1 <= len(args) <= 2 and \
                     not has_var(args[0]):
                 if args[0] in d:  # as d[key]: an array of a global dict is read at run time
@@ -1713,6 +1739,11 @@ class Lowerer:
                 return args[1] if len(args) == 2 else None
             if self.b.reads.path_of(d) is None and not kwargs and not args:
                 return f()
+        return _MISSING
+
+    def apply_python(self, f, args, kwargs, node):
+        """A Python function, partial, method or callable object: inlined (an error for
+        anything else)."""
         if isinstance(f, types.FunctionType):
             return self.inline(f, args, kwargs, node)
         reads = self.b.reads
@@ -1804,6 +1835,21 @@ _STATIC_BUILTINS = {builtins.len, builtins.float, builtins.int, builtins.bool, b
                     builtins.pow, builtins.min, builtins.max, builtins.sum, builtins.range,
                     builtins.tuple, builtins.list, builtins.zip, builtins.enumerate,
                     builtins.reversed, builtins.isinstance}
+
+
+#: builtins the lowerer evaluates itself: function -> Lowerer method
+_BUILTIN_CALLS = {
+    **{f: Lowerer.call_math for f in _MATH},
+    builtins.len: Lowerer.call_len,
+    builtins.float: Lowerer.call_number, builtins.int: Lowerer.call_number,
+    builtins.bool: Lowerer.call_number,
+    builtins.abs: Lowerer.call_abs, builtins.pow: Lowerer.call_pow,
+    builtins.min: Lowerer.call_min_max, builtins.max: Lowerer.call_min_max,
+    builtins.sum: Lowerer.call_sum,
+    **{f: Lowerer.call_static for f in (builtins.range, builtins.tuple, builtins.list,
+                                        builtins.zip, builtins.enumerate, builtins.reversed,
+                                        builtins.isinstance)},
+}
 
 
 def _lowerable(f) -> bool:
