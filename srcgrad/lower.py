@@ -969,21 +969,7 @@ class Lowerer:
             self.env["<return>"] = 0.0
             self.env["<returned>"] = False
         has_break = returns or any(isinstance(n, ast.Break) for n in _walk_local(node.body))
-        names = [n for n in _assigned(node.body) + _grown_lists(node.body) +
-                 (["<return>", "<returned>"] if returns else [])
-                 if n in self.env and not isinstance(self.env[n], _Undefined)]
-        names = list(dict.fromkeys(names))
-        carried, inits = [], []
-        for n in names:
-            v = self.env[n]
-            parts = v if isinstance(v, tuple) else (v,)
-            if not all(_phi_able(p) and p is not None for p in parts):
-                raise self.error(f"`{n}` is changed inside a loop that runs a number of times "
-                                 f"known only at run time, but it holds a "
-                                 f"{type(v).__name__}, which srcgrad cannot carry from one "
-                                 "iteration to the next", node, UnsupportedSyntaxError)
-            carried.append((n, v))
-            inits.extend(parts)
+        carried, inits = self._loop_state(node, returns)
         if has_break:
             inits += [False, 0]
         elif plan is None:
@@ -994,17 +980,77 @@ class Lowerer:
             meta = (isinstance(v, Var) and v.kind == "meta") or (
                 isinstance(v, (int, numpy.integer)) and not isinstance(v, float))
             carry.append(Var(name, "meta" if meta and kind != "list" else kind))
-        env = dict(self.env)
+        params = {"carry": carry}
+        body_env = self._loop_body(node, plan, carried, carry, has_break, params)
+        outs = [Var(c.hint, c.kind) for c in carry]
+        fresh = params.pop("fresh")
+        for c, o in zip(carry, outs):
+            self.b.named.add(o.id)
+            if c.id in fresh:
+                self.b.made_by[o.id] = "loop"
+        self.b.loc = loc
+        if has_break:
+            params["brk"] = len(carry) - 2
+        if has_break or plan is None:
+            params["count"] = len(carry) - 1
+        if plan is not None:
+            params["reverse"] = plan.reverse
+            self.b.structured(FOR, [plan.start, plan.stop, plan.step] + inits, outs, params)
+        else:
+            self.b.structured(WHILE, inits, outs, params)
+        self._bind_carried(self.env, carried, outs)
+        for n in _assigned(node.body):
+            if n not in self.env and n in body_env:
+                self.env[n] = _Undefined(n, "it is first assigned inside a loop whose trip "
+                                         "count is known only at run time; give it a value "
+                                         "before the loop")
+        if returns:
+            flag, value = self.env.pop("<returned>"), self.env.pop("<return>")
+
+            def take():
+                raise _Return(value)
+
+            self.branch(flag, take, lambda: self.run_body(cont), node)
+            raise self.error("internal: a loop with return fell through", node)
+
+    def _loop_state(self, node, returns):
+        """The names a loop carries from one iteration to the next, with their values
+        before it: ([(name, value)], flat list of the values' parts)."""
+        names = [n for n in _assigned(node.body) + _grown_lists(node.body) +
+                 (["<return>", "<returned>"] if returns else [])
+                 if n in self.env and not isinstance(self.env[n], _Undefined)]
+        carried, inits = [], []
+        for n in dict.fromkeys(names):
+            v = self.env[n]
+            parts = v if isinstance(v, tuple) else (v,)
+            if not all(_phi_able(p) and p is not None for p in parts):
+                raise self.error(f"`{n}` is changed inside a loop that runs a number of times "
+                                 f"known only at run time, but it holds a "
+                                 f"{type(v).__name__}, which srcgrad cannot carry from one "
+                                 "iteration to the next", node, UnsupportedSyntaxError)
+            carried.append((n, v))
+            inits.extend(parts)
+        return carried, inits
+
+    def _bind_carried(self, env, carried, values) -> int:
+        """Bind each carried name in `env` to its part of `values`; returns how many
+        values they took."""
         k = 0
         for n, v in carried:
             m = len(v) if isinstance(v, tuple) else 1
-            env[n] = self._rebuild(v, carry[k:k + m])
+            env[n] = self._rebuild(v, values[k:k + m])
             k += m
-        extra = carry[k:]
-        fresh = self._fresh_carries(carried, carry)
+        return k
+
+    def _loop_body(self, node, plan, carried, carry, has_break, params) -> dict:
+        """Lower the loop's test (while) and body into `params` ("cond", "index", "body",
+        and "fresh": the carries that start as fresh arrays); returns the body's final
+        environment."""
+        env = dict(self.env)
+        extra = carry[self._bind_carried(env, carried, carry):]
+        params["fresh"] = fresh = self._fresh_carries(carried, carry)
         saved_env, saved_loop = self.env, getattr(self, "in_loop", False)
         self.env, self.in_loop = env, True
-        params = {"carry": carry}
         try:
             if plan is None:
                 self.b.push_block()
@@ -1027,38 +1073,8 @@ class Lowerer:
                 self.run_body(node.body)
             except _EndIter:
                 pass
-            nexts = []
-            for n, v in carried:
-                nv = self.env.get(n, _MISSING)
-                shape_ok = (isinstance(nv, tuple) and isinstance(v, tuple) and
-                            len(nv) == len(v)) or (not isinstance(v, tuple) and
-                                                   not isinstance(nv, tuple))
-                if nv is _MISSING or isinstance(nv, _Undefined) or not shape_ok or not all(
-                        _phi_able(p) for p in (nv if isinstance(nv, tuple) else (nv,))):
-                    raise self.error(f"`{n}` does not keep the same kind of value across "
-                                     "loop iterations", node, UnsupportedSyntaxError)
-                nexts.extend(nv if isinstance(nv, tuple) else (nv,))
-            # names updated in place in the body (`a += b`, `a[i] = v`): the next iteration
-            # writes into what this one leaves them bound to
-            updated = {n.target.id for n in _walk_local(node.body, loops=True)
-                       if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)}
-            updated.update(_item_base(t) for n in _walk_local(node.body, loops=True)
-                           for t in (n.targets if isinstance(n, ast.Assign) else
-                                     [n.target] if isinstance(n, ast.AugAssign) else [])
-                           if isinstance(t, ast.Subscript))
-            for c, nv in zip(carry, nexts):
-                if c.id in fresh and c.hint in updated and isinstance(nv, Var) and \
-                        nv is not c and \
-                        self.b.shared_why(nv) is not None:
-                    raise self.error(f"`{c.hint}` is updated in place inside this loop, but an "
-                                     "iteration leaves it sharing memory with another array "
-                                     f"({self.b.shared_why(nv)}); make a copy first", node,
-                                     UnsupportedSyntaxError)
-                if c.id in fresh and c.hint in updated and isinstance(nv, Var) and \
-                        sum(1 for w in nexts if w is nv) > 1:
-                    raise self.error(f"`{c.hint}` is updated in place inside this loop, but an "
-                                     "iteration leaves another name bound to the same array; "
-                                     "make a copy first", node, UnsupportedSyntaxError)
+            nexts = self._loop_nexts(node, carried)
+            self._check_in_place_carries(node, carry, nexts, fresh)
             if has_break:
                 nexts += [self.env["<break>"], nxt_count]
             elif plan is None:
@@ -1067,39 +1083,46 @@ class Lowerer:
         finally:
             body_env = self.env
             self.env, self.in_loop = saved_env, saved_loop
-        outs = [Var(c.hint, c.kind) for c in carry]
-        for c, o in zip(carry, outs):
-            self.b.named.add(o.id)
-            if c.id in fresh:
-                self.b.made_by[o.id] = "loop"
-        self.b.loc = loc
-        if has_break:
-            params["brk"] = len(carry) - 2
-        if has_break or plan is None:
-            params["count"] = len(carry) - 1
-        if plan is not None:
-            params["reverse"] = plan.reverse
-            self.b.structured(FOR, [plan.start, plan.stop, plan.step] + inits, outs, params)
-        else:
-            self.b.structured(WHILE, inits, outs, params)
-        k = 0
+        return body_env
+
+    def _loop_nexts(self, node, carried) -> list:
+        """The carried names' values at the end of an iteration, flat."""
+        nexts = []
         for n, v in carried:
-            m = len(v) if isinstance(v, tuple) else 1
-            self.env[n] = self._rebuild(v, outs[k:k + m])
-            k += m
-        for n in _assigned(node.body):
-            if n not in self.env and n in body_env:
-                self.env[n] = _Undefined(n, "it is first assigned inside a loop whose trip "
-                                         "count is known only at run time; give it a value "
-                                         "before the loop")
-        if returns:
-            flag, value = self.env.pop("<returned>"), self.env.pop("<return>")
+            nv = self.env.get(n, _MISSING)
+            shape_ok = (isinstance(nv, tuple) and isinstance(v, tuple) and
+                        len(nv) == len(v)) or (not isinstance(v, tuple) and
+                                               not isinstance(nv, tuple))
+            if nv is _MISSING or isinstance(nv, _Undefined) or not shape_ok or not all(
+                    _phi_able(p) for p in (nv if isinstance(nv, tuple) else (nv,))):
+                raise self.error(f"`{n}` does not keep the same kind of value across "
+                                 "loop iterations", node, UnsupportedSyntaxError)
+            nexts.extend(nv if isinstance(nv, tuple) else (nv,))
+        return nexts
 
-            def take():
-                raise _Return(value)
-
-            self.branch(flag, take, lambda: self.run_body(cont), node)
-            raise self.error("internal: a loop with return fell through", node)
+    def _check_in_place_carries(self, node, carry, nexts, fresh):
+        """A name updated in place in the body (`a += b`, `a[i] = v`): the next iteration
+        writes into what this one leaves it bound to, which must be its own array."""
+        body = _walk_local(node.body, loops=True)
+        updated = set()
+        for n in body:
+            if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
+                updated.add(n.target.id)
+            targets = n.targets if isinstance(n, ast.Assign) else \
+                [n.target] if isinstance(n, ast.AugAssign) else []
+            updated.update(_item_base(t) for t in targets if isinstance(t, ast.Subscript))
+        for c, nv in zip(carry, nexts):
+            if not (c.id in fresh and c.hint in updated and isinstance(nv, Var)):
+                continue
+            if nv is not c and self.b.shared_why(nv) is not None:
+                raise self.error(f"`{c.hint}` is updated in place inside this loop, but an "
+                                 "iteration leaves it sharing memory with another array "
+                                 f"({self.b.shared_why(nv)}); make a copy first", node,
+                                 UnsupportedSyntaxError)
+            if sum(1 for w in nexts if w is nv) > 1:
+                raise self.error(f"`{c.hint}` is updated in place inside this loop, but an "
+                                 "iteration leaves another name bound to the same array; "
+                                 "make a copy first", node, UnsupportedSyntaxError)
 
     def _fresh_carries(self, carried, carry) -> set:
         """Ids of carried arrays that start as a fresh array no other name is bound to:
