@@ -31,9 +31,12 @@ import numpy
 
 from runtime.ops import helpers as _helpers
 from runtime.ops.core import literal
+from runtime.ops.lists import LIST_APPEND
 
 from .fresh import fresh_returns
-from .ir import COND, FOR, POP, PUSH, PYTHON, WHILE, Eqn, Var, iter_vars
+from .fusion import FUSED
+from .ir import COND, FOR, NEWSTACK, POP, PUSH, PYTHON, WHILE, Eqn, Var, iter_vars
+from .staging import MAKE_SLICE, PACK
 
 __all__ = ["FunctionCode", "ModuleCode", "emit_module", "index_source"]
 
@@ -457,9 +460,9 @@ def _read_module_arrays(fc, namer, em, body, lines):
 def _collect(eqns, em):
     for e in eqns:
         o = e.outs[0] if e.outs else None
-        if e.prim.name == "pack":
+        if e.prim is PACK:
             em.pack_items[o.id] = e.ins
-        elif e.prim.name == "make_slice":
+        elif e.prim is MAKE_SLICE:
             em.slice_items[o.id] = e.ins
         elif e.prim in (FOR, WHILE):
             em.carries.update(c.id for c in e.params["carry"])
@@ -624,72 +627,38 @@ class _BlockCtx:
         return n
 
     def emit(self, eqns, ind, lines, top=False, group=None):
+        """Write `eqns` as statements at indentation `ind` (`top`: the function's own
+        block, where dead arrays are freed and updates may be done in place)."""
         em = self.em
         inlined = {e.outs[0].id: e for e in eqns if self._inlinable(e)}
         if top:
             self._index(eqns)
         absorb = self._absorptions(eqns) if top and self.fc.free else {}
         moved = {i: j for j, (i, _) in absorb.items()}
-        last_use = {}
-        reads_of = {}
-        if top:
-            for i, e in enumerate(eqns):
-                reads = []
-                for v in e.var_ins():  # a value written inline is read where it is used
-                    reads.extend(reads_of.get(v.id, [v]) if v.id in inlined else [v])
-                if e.outs and e.outs[0].id in inlined:
-                    reads_of[e.outs[0].id] = reads
-                    continue
-                for v in reads:  # an absorbed scatter_add reads where its add is
-                    last_use[v.id] = max(last_use.get(v.id, -1), moved.get(i, i))
+        last_use, reads_of = self._last_uses(eqns, inlined, moved) if top else ({}, {})
         start = len(lines)
         for i, e in enumerate(eqns):
-            pname = e.prim.name
             o = e.outs[0] if e.outs else None
             if i in moved:
                 continue  # written with the add that absorbs it
             if o is not None and o.id in inlined and i not in absorb:
-                if pname in ("pack", "make_slice") and _only_index_use(o, self.fc.eqns):
+                if e.prim in (PACK, MAKE_SLICE) and _only_index_use(o, self.fc.eqns):
                     continue
                 em.inline[o.id] = em.expr(e, self.uses)
                 continue
             key = (e.loc, e.phase)
-            if key != group and e.loc is not None and pname not in ("push", "pop",
-                                                                   "newstack"):
+            if key != group and e.loc is not None and e.prim not in (PUSH, POP, NEWSTACK):
                 tag = "grad of: " if e.phase == "bwd" else ""
                 lines.append(f"{ind}# {tag}{e.loc.text}   ({e.loc.short()})")
                 group = key
             if i in absorb:
                 self._scatter_add_into(e, eqns[absorb[i][0]], absorb[i][1], i, last_use, ind,
                                        lines)
-            elif pname == "fused":
-                names = ", ".join(self.name(v) for v in e.outs)
-                args = ", ".join(em.src(a) for a in e.ins)
-                lines.append(f"{ind}{names} = {em.mod.region_name(e)}({args})")
-                em.mod.regions.append((e, [em.src(a) for a in e.ins]))
-            elif e.prim is PYTHON:
-                self.verbatim(e, ind, lines)
-            elif pname == "cond":
-                self.cond(e, ind, lines)
-            elif pname in ("for", "while"):
-                self.loop(e, ind, lines)
-            elif pname == "list_append":
-                lst = e.ins[0]
-                self.namer.names[o.id] = self.name(lst) if isinstance(lst, Var) else \
-                    self.name(o)
-                lines.append(ind + _norm(em.expr(e, self.uses)))
-            elif pname == "newstack":
-                lines.append(f"{ind}{self.name(o)} = []")
-            elif pname == "push":
-                vals = [em.src(v) for v in e.ins[1:]]
-                item = vals[0] if len(vals) == 1 else f"({', '.join(vals)})"
-                lines.append(f"{ind}{em.src(e.ins[0])}.append({item})")
-            elif pname == "pop":
-                names = ", ".join(self.name(v) for v in e.outs)
-                lines.append(f"{ind}{names} = {em.src(e.ins[0])}.pop()")
+            elif e.prim in _STATEMENTS:
+                _STATEMENTS[e.prim](self, e, ind, lines)
             elif top and self.fc.free and self._in_place(e, i, last_use, eqns):
                 a = e.ins[0]
-                op = _INPLACE[pname]
+                op = _INPLACE[e.prim.name]
                 self.namer.names[o.id] = self.namer.names[a.id]
                 lines.append(ind + _norm(f"{self.namer.names[a.id]} {op}= {em.src(e.ins[1])}"))
             else:
@@ -699,25 +668,69 @@ class _BlockCtx:
                 # checked where it is made, however the statement was written
                 lines.append(f"{ind}{em.mod.g('check_scalar')}({self.name(chk)})")
             if top and self.fc.free:
-                # free arrays after their last use: Python would keep every intermediate
-                # alive until the function returns
-                reads = [r for v in e.var_ins()
-                         for r in (reads_of.get(v.id, [v]) if v.id in inlined else [v])]
-                if i in absorb:  # the absorbed scatter_add's reads happen here
-                    reads += list(eqns[absorb[i][0]].var_ins())
-                dead = [v for v in reads if last_use.get(v.id) == i and
-                        v.id not in self.returned and v.kind == "array" and
-                        v.id not in self.maybe_unbound and
-                        v.const_name is None and v.id not in em.inline and
-                        v.id not in self.inputs and v.id in self.namer.names and
-                        v.id not in self.fc.keep and self._owns(v, i + 1, last_use) and
-                        not any(self.namer.names.get(o2.id) == self.namer.names[v.id]
-                                for o2 in e.outs)]
-                if dead:
-                    names = list(dict.fromkeys(self.namer.names[v.id] for v in dead))
-                    lines.append(f"{ind}del {', '.join(names)}")
+                self._free_dead(e, i, eqns, absorb, inlined, reads_of, last_use, ind, lines)
         if len(lines) == start:
             lines.append(f"{ind}pass")
+
+    @staticmethod
+    def _last_uses(eqns, inlined, moved):
+        """(id -> index of the statement that reads it last, id of an inlined value -> the
+        values it reads where it is used)."""
+        last_use, reads_of = {}, {}
+        for i, e in enumerate(eqns):
+            reads = []
+            for v in e.var_ins():  # a value written inline is read where it is used
+                reads.extend(reads_of.get(v.id, [v]) if v.id in inlined else [v])
+            if e.outs and e.outs[0].id in inlined:
+                reads_of[e.outs[0].id] = reads
+                continue
+            for v in reads:  # an absorbed scatter_add reads where its add is
+                last_use[v.id] = max(last_use.get(v.id, -1), moved.get(i, i))
+        return last_use, reads_of
+
+    def _free_dead(self, e, i, eqns, absorb, inlined, reads_of, last_use, ind, lines):
+        """`del` the arrays statement i reads for the last time: Python would keep every
+        intermediate alive until the function returns."""
+        reads = [r for v in e.var_ins()
+                 for r in (reads_of.get(v.id, [v]) if v.id in inlined else [v])]
+        if i in absorb:  # the absorbed scatter_add's reads happen here
+            reads += list(eqns[absorb[i][0]].var_ins())
+        names = self.namer.names
+        dead = [v for v in reads if last_use.get(v.id) == i and
+                v.id not in self.returned and v.kind == "array" and
+                v.id not in self.maybe_unbound and
+                v.const_name is None and v.id not in self.em.inline and
+                v.id not in self.inputs and v.id in names and
+                v.id not in self.fc.keep and self._owns(v, i + 1, last_use) and
+                not any(names.get(o2.id) == names[v.id] for o2 in e.outs)]
+        if dead:
+            lines.append(f"{ind}del {', '.join(dict.fromkeys(names[v.id] for v in dead))}")
+
+    # statements of the equations that are not `name = expression` (see _STATEMENTS)
+
+    def fused(self, e, ind, lines):
+        em = self.em
+        names = ", ".join(self.name(v) for v in e.outs)
+        args = ", ".join(em.src(a) for a in e.ins)
+        lines.append(f"{ind}{names} = {em.mod.region_name(e)}({args})")
+        em.mod.regions.append((e, [em.src(a) for a in e.ins]))
+
+    def list_append(self, e, ind, lines):
+        lst, o = e.ins[0], e.outs[0]
+        self.namer.names[o.id] = self.name(lst) if isinstance(lst, Var) else self.name(o)
+        lines.append(ind + _norm(self.em.expr(e, self.uses)))
+
+    def newstack(self, e, ind, lines):
+        lines.append(f"{ind}{self.name(e.outs[0])} = []")
+
+    def push(self, e, ind, lines):
+        vals = [self.em.src(v) for v in e.ins[1:]]
+        item = vals[0] if len(vals) == 1 else f"({', '.join(vals)})"
+        lines.append(f"{ind}{self.em.src(e.ins[0])}.append({item})")
+
+    def pop(self, e, ind, lines):
+        names = ", ".join(self.name(v) for v in e.outs)
+        lines.append(f"{ind}{names} = {self.em.src(e.ins[0])}.pop()")
 
     def verbatim(self, e, ind, lines):
         """A statement that runs as written (srcgrad.verbatim), its names renamed."""
@@ -962,6 +975,14 @@ class _BlockCtx:
             lines.append(f"{inner}pass")
 
 
+#: equations written as their own kind of statement: primitive -> _BlockCtx method
+_STATEMENTS = {
+    FUSED: _BlockCtx.fused, PYTHON: _BlockCtx.verbatim, COND: _BlockCtx.cond,
+    FOR: _BlockCtx.loop, WHILE: _BlockCtx.loop, LIST_APPEND: _BlockCtx.list_append,
+    NEWSTACK: _BlockCtx.newstack, PUSH: _BlockCtx.push, POP: _BlockCtx.pop,
+}
+
+
 def _only_index_use(v, eqns) -> bool:
     for e in eqns:
         for i, a in enumerate(e.ins):
@@ -1043,7 +1064,7 @@ def _custom_ops(fcs) -> dict:
                 ops[e.prim.name] = e.prim
             for b in e.blocks():
                 visit(b.eqns)
-            if e.prim.name == "fused":
+            if e.prim is FUSED:
                 visit(e.params["region"].eqns)
 
     for fc in fcs:
@@ -1053,7 +1074,7 @@ def _custom_ops(fcs) -> dict:
 
 def _fused(eqns):
     for e in eqns:
-        if e.prim.name == "fused":
+        if e.prim is FUSED:
             yield e
         for b in e.blocks():
             yield from _fused(b.eqns)
