@@ -636,20 +636,59 @@ def _local_array(low, target) -> bool:
 def stage(low, node, why, hints=None, call=None):
     """Stage `node` as one `python` equation (see the module docstring). `hints`: the
     readable name of each output whose user name is made up (a hoisted call's)."""
-
     known: dict = {}
     node = _meta_reads(low, copy.deepcopy(node), known)
-    resolve_quiet = low.resolve_quiet
 
     def resolve(name):
-        return (known[name], True) if name in known else resolve_quiet(name)
+        return (known[name], True) if name in known else low.resolve_quiet(name)
 
     s = scan(node)
     if s.bad:
         bad, what = s.bad[0]
         raise refuse(low, bad, what, why)
-    b, reads = low.b, low.b.reads
+    b = low.b
     writes = list(s.writes)
+    changed_locals = _record_changes(low, node, resolve)
+    ins, names, fixed, mutates = [], [], {}, []
+    for name in s.reads + [w for w in writes if w not in s.reads]:
+        value, local = resolve(name)
+        if value is low.MISSING or low.is_undefined(value):
+            if name in writes:
+                continue  # bound by the statement before it is read
+            if value is low.MISSING:
+                raise low.error(f"name {name!r} is not defined", node, UnknownFunctionError)
+            raise low.error(value.message(), node, UnsupportedSyntaxError)
+        mutated = name in changed_locals
+        if mutated and name not in writes:
+            writes.append(name)  # the changed value is a new one
+        what = _input(low, node, name, value, local, name in s.reads, why)
+        if what is None:
+            continue
+        if what[0] == "fixed":
+            fixed[name] = what[1]
+            continue
+        ins.append(what[1])
+        names.append(name)
+        if mutated and what[0] == "mutable":
+            mutates.append(len(ins) - 1)
+    for name in writes:
+        fixed.pop(name, None)
+    outs = _outputs(low, writes, hints or {})
+    if call is None and why.startswith("it calls "):
+        found = _unknown_call(low, node)
+        if found is not None:
+            call = (_call_name(low, found), found.lineno, found.col_offset)
+    code = Code(node, names, writes, fixed, mutates, why, call)
+    b.eqns.append(Eqn(PYTHON, ins, outs, {"code": code}, b.loc, b.phase))
+    if isinstance(node, ast.Raise) and not getattr(b, "_outer", None):
+        raise Raised()  # reached on every call: nothing after it runs
+
+
+def _record_changes(low, node, resolve) -> set:
+    """The names of the function's own values the statement may change (rebound after
+    it); a value from outside the function it may change is recorded as changed
+    (`Reads.changed`), so that no compile-time read of it is trusted."""
+    reads = low.b.reads
     changed_locals = set()
     for name, steps in changes(node, lambda f: _callee(low, f)):
         value, local = resolve(name)
@@ -667,70 +706,52 @@ def stage(low, node, why, hints=None, call=None):
         for kind, key in steps:
             path = path.child(kind, key)
         reads.changed(path)
-    ins, names, fixed, mutates = [], [], {}, []
+    return changed_locals
 
-    def add(name, value, mutated=False):
-        ins.append(value)
-        names.append(name)
-        if mutated:
-            mutates.append(len(ins) - 1)
 
-    for name in s.reads + [w for w in writes if w not in s.reads]:
-        value, local = resolve(name)
-        reading = name in s.reads
-        if value is low.MISSING or low.is_undefined(value):
-            if name in writes:
-                continue  # bound by the statement before it is read
-            if value is low.MISSING:
-                raise low.error(f"name {name!r} is not defined", node, UnknownFunctionError)
-            raise low.error(value.message(), node, UnsupportedSyntaxError)
-        mutated = name in changed_locals
-        if mutated and name not in writes:
-            writes.append(name)  # the changed value is a new one
-        if isinstance(value, Var):
-            add(name, value, mutated)
-        elif not local and name not in low.src.globals and name not in low.src.closure:
-            fixed[name] = ("builtin",)
-            reads.builtin(Path(scope_of(low.src, name), name))
-        elif isinstance(value, types.ModuleType):
-            fixed[name] = ("module", value.__name__)
-            if not local:
-                reads.root(Path(scope_of(low.src, name), name), value)
-        elif local and is_immutable(value):
-            add(name, value)
-        elif local and isinstance(value, numpy.ndarray) and reads.path_of(value) is None:
-            add(name, value, mutated)  # made at compile time: its literal
-        else:
-            path = _path_of(low, name, value, local)
-            if path is None:
-                if not reading:
-                    continue
-                raise low.error(
-                    f"`{name}` holds a {type(value).__name__} that srcgrad builds when it "
-                    f"compiles the function, but this statement runs as written ({why}) "
-                    "at every call and cannot read it: build the value in a statement "
-                    "that runs as written too, or pass it in as an argument", node,
-                    UnsupportedSyntaxError)
-            add(name, reads.array(path, value) if isinstance(value, numpy.ndarray)
-                else reads.runtime(path, value), mutated)
+def _input(low, node, name, value, local, reading, why):
+    """How the statement gets `name`: ("fixed", spec) for a builtin or module the
+    generated module names itself, ("value", v) for an immutable value, ("mutable", v)
+    for a Var or array (which the statement may change), or None when it needs nothing."""
+    reads = low.b.reads
+    if isinstance(value, Var):
+        return ("mutable", value)
+    if not local and name not in low.src.globals and name not in low.src.closure:
+        reads.builtin(Path(scope_of(low.src, name), name))
+        return ("fixed", ("builtin",))
+    if isinstance(value, types.ModuleType):
+        if not local:
+            reads.root(Path(scope_of(low.src, name), name), value)
+        return ("fixed", ("module", value.__name__))
+    if local and is_immutable(value):
+        return ("value", value)
+    if local and isinstance(value, numpy.ndarray) and reads.path_of(value) is None:
+        return ("mutable", value)  # made at compile time: its literal
+    path = _path_of(low, name, value, local)
+    if path is None:
+        if not reading:
+            return None
+        raise low.error(
+            f"`{name}` holds a {type(value).__name__} that srcgrad builds when it "
+            f"compiles the function, but this statement runs as written ({why}) "
+            "at every call and cannot read it: build the value in a statement "
+            "that runs as written too, or pass it in as an argument", node,
+            UnsupportedSyntaxError)
+    return ("mutable", reads.array(path, value) if isinstance(value, numpy.ndarray)
+            else reads.runtime(path, value))
+
+
+def _outputs(low, writes, hints) -> list:
+    """The values the statement binds: Python objects of unknown type, no derivative."""
+    b, outs = low.b, []
     for name in writes:
-        fixed.pop(name, None)
-    outs = []
-    for name in writes:
-        out = Var((hints or {}).get(name, name), "array")
+        out = Var(hints.get(name, name), "array")
         out.dclass = ("object", out.id)  # any Python object: codegen spells it so
         b.opaque.add(out.id)
         b.named.add(out.id)
         low.env[name] = out
         outs.append(out)
-    if call is None and why.startswith("it calls "):
-        found = _unknown_call(low, node)
-        if found is not None:
-            call = (_call_name(low, found), found.lineno, found.col_offset)
-    code = Code(node, names, writes, fixed, mutates, why, call)
-    b.eqns.append(Eqn(PYTHON, ins, outs, {"code": code}, b.loc, b.phase))
-    if isinstance(node, ast.Raise) and not getattr(b, "_outer", None):
-        raise Raised()  # reached on every call: nothing after it runs
+    return outs
 
 
 class Raised(Exception):
