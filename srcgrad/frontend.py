@@ -190,6 +190,25 @@ for _feature in __future__.all_feature_names:
     _FUTURE_FLAGS |= getattr(__future__, _feature).compiler_flag
 
 
+def _enclosing_scopes(fn, code):
+    """(keyword, name) of each class or function around `code`, outermost first, from
+    its qualified name; None where no text can name them (a lambda, a comprehension, a
+    local of a tree rewritten by pytest)."""
+    qualname = getattr(code, "co_qualname", None) or getattr(fn, "__qualname__", "")
+    parts = qualname.split(".")
+    if parts[-1] != code.co_name or not all(v.isidentifier() for v in code.co_varnames):
+        return None
+    scopes = []
+    i = 0
+    while i < len(parts) - 1:
+        if not parts[i].isidentifier():
+            return None
+        kind = "def" if parts[i + 1] == "<locals>" else "class"
+        scopes.append((kind, parts[i]))
+        i += 2 if kind == "def" else 1
+    return scopes
+
+
 def _source_changed(fn, code, lines: list, firstlineno: int) -> bool:
     """True when `lines` (the function's text as its file reads now) do not compile to
     `code`: the file was edited after the function was defined.
@@ -199,18 +218,9 @@ def _source_changed(fn, code, lines: list, firstlineno: int) -> bool:
     come out as they did), and compared with `code` (see `_same_code`). Where those scopes
     cannot be rebuilt the check is skipped (False). One compile of the function's own text:
     cheap next to the rest of the compiler."""
-    qualname = getattr(code, "co_qualname", None) or getattr(fn, "__qualname__", "")
-    parts = qualname.split(".")
-    if parts[-1] != code.co_name or not all(v.isidentifier() for v in code.co_varnames):
-        return False  # a local no text can name: compiled from a rewritten tree (pytest)
-    scopes = []  # (keyword, name) of each enclosing class or function, outermost first
-    i = 0
-    while i < len(parts) - 1:
-        if not parts[i].isidentifier():
-            return False  # inside a lambda or a comprehension: not rebuilt
-        kind = "def" if parts[i + 1] == "<locals>" else "class"
-        scopes.append((kind, parts[i]))
-        i += 2 if kind == "def" else 1
+    scopes = _enclosing_scopes(fn, code)
+    if scopes is None:
+        return False
     free = [v for v in code.co_freevars if v != "__class__"]  # a class makes __class__
     heads = []
     for kind, scope in scopes:

@@ -39,7 +39,7 @@ from .frontend import Source, lambda_as_def, parse_function
 from .ir import COND, FOR, SCALAR, WHILE, Block, Graph, Loc, StaticValueNeeded, Var, has_var
 from .staging import INT, IS_NONE, LEN, Builder, staging
 from .scopes import Path, scope_of, self_scope
-from . import verbatim
+from . import pytree, verbatim
 
 _MISSING = object()
 
@@ -1912,6 +1912,32 @@ def _hashable(f) -> bool:
     return True
 
 
+def _parameters(low, params, varargs, trees):
+    """(graph inputs, each parameter's value, each parameter's leaves): one Var per
+    parameter, or with `trees` a structure of Vars per structured argument."""
+    if trees is None:
+        inputs = [Var(p, "array") for p in params]
+        # *args and **kwargs: a tuple and a dict known only at run time, for statements
+        # that run as written (srcgrad.verbatim); items of them are read as values
+        for v in inputs:
+            if v.hint in varargs:
+                low.b.opaque.add(v.id)
+                v.dclass = ("object", v.id)
+        return inputs, list(inputs), [[v] for v in inputs]
+    taken = set(params)
+    inputs, values, leaves = [], [], []
+    for p, tree in zip(params, trees):
+        if tree is None:
+            v = Var(p, "array")
+            values.append(v)
+            leaves.append([v])
+        else:
+            values.append(pytree.build(tree, p, Var, taken))
+            leaves.append(pytree.leaves_of(tree, values[-1]))
+        inputs.extend(leaves[-1])
+    return inputs, values, leaves
+
+
 def lower(fn, same=(), floats=(), trees=None) -> tuple[Graph, Source, dict]:
     """Lower `fn` to a Graph whose inputs are its parameters and whose outputs are its
     return value (flattened: see `Graph.outputs`). Returns (graph, source, reads): what it
@@ -1936,30 +1962,7 @@ def lower(fn, same=(), floats=(), trees=None) -> tuple[Graph, Source, dict]:
     params = [p.arg for p in a.posonlyargs + a.args + ([a.vararg] if a.vararg else []) +
               a.kwonlyargs + ([a.kwarg] if a.kwarg else [])]
     varargs = {p.arg for p in (a.vararg, a.kwarg) if p is not None}
-    if trees is None:
-        inputs = [Var(p, "array") for p in params]
-        values = list(inputs)
-        leaves = [[v] for v in inputs]
-        # *args and **kwargs: a tuple and a dict known only at run time, for statements
-        # that run as written (srcgrad.verbatim); items of them are read as values
-        for v in inputs:
-            if v.hint in varargs:
-                low.b.opaque.add(v.id)
-                v.dclass = ("object", v.id)
-    else:
-        from . import pytree
-
-        taken = set(params)
-        inputs, values, leaves = [], [], []
-        for p, tree in zip(params, trees):
-            if tree is None:
-                v = Var(p, "array")
-                values.append(v)
-                leaves.append([v])
-            else:
-                values.append(pytree.build(tree, p, Var, taken))
-                leaves.append(pytree.leaves_of(tree, values[-1]))
-            inputs.extend(leaves[-1])
+    inputs, values, leaves = _parameters(low, params, varargs, trees)
     low.b.inputs.update(v.id for v in inputs)
     for i in floats:
         for v in leaves[i]:
