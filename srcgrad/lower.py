@@ -906,44 +906,11 @@ class Lowerer:
         if isinstance(it, ast.Call) and not it.keywords and \
                 not any(isinstance(a, ast.Starred) for a in it.args):
             f = self.expr(it.func)
-            if f is builtins.range:
-                args = [self.expr(a) for a in it.args]
-                if len(args) == 1:
-                    args = [0, args[0], 1]
-                elif len(args) == 2:
-                    args = [args[0], args[1], 1]
-                return _Plan(*args, item=lambda i: i)
-            if f is builtins.reversed and len(it.args) == 1:
-                p = self.plan(it.args[0])
-                if isinstance(p, list):
-                    return p[::-1]
-                p.reverse = not p.reverse
-                return p
-            if f is builtins.enumerate and 1 <= len(it.args) <= 2:
-                p = self.plan(it.args[0])
-                start = self.expr(it.args[1]) if len(it.args) == 2 else 0
-                if isinstance(p, list):
-                    return [(k + start, v) for k, v in enumerate(p)] if not has_var(start) \
-                        else None
-                if p.reverse:
-                    raise self.unsupported("enumerate(reversed(...)) is", it)
-                item = p.item
-                return _Plan(p.start, p.stop, p.step, lambda i: (
-                    ops.add(ops.subtract(i, p.start), start) if has_var(p.start) or p.start
-                    else (ops.add(i, start) if start else i), item(i)), hint="k")
-            if f is builtins.zip and it.args:
-                ps = [self.plan(a) for a in it.args]
-                if all(isinstance(p, list) for p in ps):
-                    return list(zip(*ps))
-                if any(isinstance(p, list) or p.reverse or p.step != 1 or p.start != 0
-                       for p in ps):
-                    raise self.unsupported("zip() of these iterables (use arrays or "
-                                           "range(n)) is", it)
-                stop = ps[0].stop
-                for p in ps[1:]:
-                    stop = ops.minimum(stop, p.stop) if has_var(stop) or has_var(p.stop) \
-                        else min(stop, p.stop)
-                return _Plan(0, stop, 1, lambda i: tuple(p.item(i) for p in ps))
+            how = _PLANS.get(f) if _hashable(f) else None
+            if how is not None:
+                p = how(self, it)
+                if p is not _MISSING:
+                    return p
         v = self.expr(it)
         if isinstance(v, Var) and v.kind == "list":
             raise self.unsupported("iterating over a list built in a run-time loop or branch "
@@ -957,6 +924,53 @@ class Lowerer:
             return list(v)
         except TypeError:
             raise self.error(f"cannot iterate over a {type(v).__name__}", it) from None
+
+    # plans of `for ... in f(...)` (see _PLANS): `plan_x(self, call) -> plan or _MISSING`
+
+    def plan_range(self, it):
+        args = [self.expr(a) for a in it.args]
+        if len(args) == 1:
+            args = [0, args[0], 1]
+        elif len(args) == 2:
+            args = [args[0], args[1], 1]
+        return _Plan(*args, item=lambda i: i)
+
+    def plan_reversed(self, it):
+        if len(it.args) != 1:
+            return _MISSING
+        p = self.plan(it.args[0])
+        if isinstance(p, list):
+            return p[::-1]
+        p.reverse = not p.reverse
+        return p
+
+    def plan_enumerate(self, it):
+        if not 1 <= len(it.args) <= 2:
+            return _MISSING
+        p = self.plan(it.args[0])
+        start = self.expr(it.args[1]) if len(it.args) == 2 else 0
+        if isinstance(p, list):
+            return [(k + start, v) for k, v in enumerate(p)] if not has_var(start) else None
+        if p.reverse:
+            raise self.unsupported("enumerate(reversed(...)) is", it)
+        item = p.item
+        return _Plan(p.start, p.stop, p.step, lambda i: (
+            ops.add(ops.subtract(i, p.start), start) if has_var(p.start) or p.start
+            else (ops.add(i, start) if start else i), item(i)), hint="k")
+
+    def plan_zip(self, it):
+        if not it.args:
+            return _MISSING
+        ps = [self.plan(a) for a in it.args]
+        if all(isinstance(p, list) for p in ps):
+            return list(zip(*ps))
+        if any(isinstance(p, list) or p.reverse or p.step != 1 or p.start != 0 for p in ps):
+            raise self.unsupported("zip() of these iterables (use arrays or range(n)) is", it)
+        stop = ps[0].stop
+        for p in ps[1:]:
+            stop = ops.minimum(stop, p.stop) if has_var(stop) or has_var(p.stop) \
+                else min(stop, p.stop)
+        return _Plan(0, stop, 1, lambda i: tuple(p.item(i) for p in ps))
 
     def loop(self, node, plan, cont=()):
         """Lower a run-time `for` (plan given) or `while` (plan None) loop. A `return`
@@ -1859,6 +1873,10 @@ _STATIC_BUILTINS = {builtins.len, builtins.float, builtins.int, builtins.bool, b
                     builtins.tuple, builtins.list, builtins.zip, builtins.enumerate,
                     builtins.reversed, builtins.isinstance}
 
+
+#: iterables `for` knows how to walk without building them: function -> Lowerer method
+_PLANS = {builtins.range: Lowerer.plan_range, builtins.reversed: Lowerer.plan_reversed,
+          builtins.enumerate: Lowerer.plan_enumerate, builtins.zip: Lowerer.plan_zip}
 
 #: builtins the lowerer evaluates itself: function -> Lowerer method
 _BUILTIN_CALLS = {
