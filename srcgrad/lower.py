@@ -1557,53 +1557,60 @@ class Lowerer:
     def expr_Subscript(self, node):
         obj = self.expr(node.value)
         idx = self.index(node.slice)
-        if isinstance(obj, Var) and obj.kind == "list":
-            if not isinstance(idx, (int, Var)) or isinstance(idx, bool):
-                raise self.error("only an integer index reads an item of a list built in a "
-                                 "run-time loop or branch (np.stack(list) takes slices)",
-                                 node, UnsupportedSyntaxError)
-            return self.b.stage(LIST_GET, [obj, idx], {})
         if isinstance(obj, Var):
-            if obj.id in self.b.opaque and isinstance(idx, str):
-                return ops.getitem(obj, idx)  # `kwargs["scale"]`: read at run time
-            if any(isinstance(i, str) for i in (idx if isinstance(idx, tuple) else (idx,))):
-                raise self.error(f"indexing an array with the string {idx!r}: this value is "
-                                 "an array here (a structured argument, such as a dict, is "
-                                 "compiled when the function is called with one)", node,
-                                 UnsupportedSyntaxError)
-            return ops.getitem(obj, idx)
+            return self.subscript_var(obj, idx, node)
         if has_var(idx):
-            if isinstance(obj, (tuple, list)) and isinstance(idx, Var) and obj:
-                items = [self.b.reads.as_var(v) if type(v) is numpy.ndarray else v
-                         for v in obj]
-                if all(isinstance(v, Var) and v.kind == "array" or
-                       isinstance(v, numbers.Real) for v in items):
-                    if len({v.sclass if isinstance(v, Var) else SCALAR for v in items}) > 1:
-                        raise self.error(
-                            "indexing a list of arrays with a run-time index needs arrays "
-                            "known to have one shape (the gradient stacks them); these may "
-                            "differ", node, UnsupportedSyntaxError)
-                    lst = self.b.stage(LIST_FROM, items, {})
-                    return self.b.stage(LIST_GET, [lst, idx], {})
-            if isinstance(obj, (tuple, list)):
-                raise self.error("indexing a Python sequence with a run-time index is "
-                                 "supported for a list or tuple of arrays and numbers only",
-                                 node, UnsupportedSyntaxError)
-            if obj is numpy.r_ or obj is numpy.c_:
-                which = "np.r_" if obj is numpy.r_ else "np.c_"
-                raise self.error(f"{which}[...] of run-time arrays is not supported (their "
-                                 "number of dimensions is known only at run time); use "
-                                 "np.concatenate([...], axis=...) or np.stack", node,
-                                 UnsupportedSyntaxError)
-            if not isinstance(obj, (numpy.ndarray, numpy.generic)):
-                raise self.error(f"indexing a {type(obj).__name__} with run-time values is "
-                                 "not supported", node, UnsupportedSyntaxError)
-            return ops.getitem(obj, idx)
+            return self.subscript_at_run_time(obj, idx, node)
         try:
             value = obj[idx]
         except Exception as e:
             raise self.error(f"{type(e).__name__}: {e}", node) from None
         return self.b.reads.item(obj, idx, value)
+
+    def subscript_var(self, obj, idx, node):
+        """`obj[idx]` of a run-time value: an array, a run-time list, *args or **kwargs."""
+        if obj.kind == "list":
+            if not isinstance(idx, (int, Var)) or isinstance(idx, bool):
+                raise self.error("only an integer index reads an item of a list built in a "
+                                 "run-time loop or branch (np.stack(list) takes slices)",
+                                 node, UnsupportedSyntaxError)
+            return self.b.stage(LIST_GET, [obj, idx], {})
+        if obj.id in self.b.opaque and isinstance(idx, str):
+            return ops.getitem(obj, idx)  # `kwargs["scale"]`: read at run time
+        if any(isinstance(i, str) for i in (idx if isinstance(idx, tuple) else (idx,))):
+            raise self.error(f"indexing an array with the string {idx!r}: this value is "
+                             "an array here (a structured argument, such as a dict, is "
+                             "compiled when the function is called with one)", node,
+                             UnsupportedSyntaxError)
+        return ops.getitem(obj, idx)
+
+    def subscript_at_run_time(self, obj, idx, node):
+        """`obj[idx]` of a value known at compile time with an index known at run time."""
+        if isinstance(obj, (tuple, list)) and isinstance(idx, Var) and obj:
+            items = [self.b.reads.as_var(v) if type(v) is numpy.ndarray else v for v in obj]
+            if all(isinstance(v, Var) and v.kind == "array" or isinstance(v, numbers.Real)
+                   for v in items):
+                if len({v.sclass if isinstance(v, Var) else SCALAR for v in items}) > 1:
+                    raise self.error(
+                        "indexing a list of arrays with a run-time index needs arrays "
+                        "known to have one shape (the gradient stacks them); these may "
+                        "differ", node, UnsupportedSyntaxError)
+                lst = self.b.stage(LIST_FROM, items, {})
+                return self.b.stage(LIST_GET, [lst, idx], {})
+        if isinstance(obj, (tuple, list)):
+            raise self.error("indexing a Python sequence with a run-time index is "
+                             "supported for a list or tuple of arrays and numbers only",
+                             node, UnsupportedSyntaxError)
+        if obj is numpy.r_ or obj is numpy.c_:
+            which = "np.r_" if obj is numpy.r_ else "np.c_"
+            raise self.error(f"{which}[...] of run-time arrays is not supported (their "
+                             "number of dimensions is known only at run time); use "
+                             "np.concatenate([...], axis=...) or np.stack", node,
+                             UnsupportedSyntaxError)
+        if not isinstance(obj, (numpy.ndarray, numpy.generic)):
+            raise self.error(f"indexing a {type(obj).__name__} with run-time values is "
+                             "not supported", node, UnsupportedSyntaxError)
+        return ops.getitem(obj, idx)
 
     def index(self, node):
         if isinstance(node, ast.Slice):
