@@ -283,8 +283,10 @@ class Eqn:
     def blocks(self):
         return [b for b in self.params.values() if isinstance(b, Block)]
 
-    def lines(self, indent="") -> list:
-        outs = ", ".join(map(_fmt, self.outs))
+    def lines(self, indent="", types=False) -> list:
+        """The equation as text; with `types`, each result with its kind and its shape and
+        dtype classes (`%y5: array s=%x0 d=f`, see `Var`), a loop's carries named."""
+        outs = ", ".join(_typed(v) if types else _fmt(v) for v in self.outs)
         ins = ", ".join(_fmt(v) for v in self.ins)
         ps = "".join(f", {k}={_fmt(v)}" for k, v in self.params.items()
                      if not isinstance(v, Block))
@@ -295,7 +297,7 @@ class Eqn:
             if isinstance(b, Block):
                 out.append(f"{indent}  {k}:")
                 for e in b.eqns:
-                    out.extend(e.lines(indent + "    "))
+                    out.extend(e.lines(indent + "    ", types))
                 out.append(f"{indent}    yield {', '.join(map(_fmt, b.outs))}")
         return out
 
@@ -368,10 +370,30 @@ def free_vars(e: "Eqn") -> list:
 def _fmt(v: Any) -> str:
     if isinstance(v, Var):
         return f"%{v.hint}{v.id}" if v.const_name is None else v.const_name
+    if isinstance(v, list) and any(isinstance(x, Var) for x in v):  # a loop's carries
+        return f"[{', '.join(map(_fmt, v))}]"
     try:
         return literal(v)
     except TypeError:
         return f"<{type(v).__name__}>"
+
+
+def _class(c, own: int) -> str:
+    """A shape or dtype class as text: `-` when it is the value's own (nothing known),
+    else what it is shared with or known to be."""
+    if not isinstance(c, tuple) or not c:
+        return "?"
+    if c[-1] == own and len(c) == 2:
+        return c[0] if c[0] not in ("s", "d") else "-"
+    if len(c) == 2 and isinstance(c[1], int):
+        return f"{c[0]}{c[1]}"
+    return ":".join(_class(x, own) if isinstance(x, tuple) else str(x) for x in c)
+
+
+def _typed(v) -> str:
+    if not isinstance(v, Var):
+        return _fmt(v)
+    return f"{_fmt(v)}: {v.kind} s={_class(v.sclass, v.id)} d={_class(v.dclass, v.id)}"
 
 
 @dataclass
@@ -383,6 +405,13 @@ class Graph:
     outputs: list
     name: str = "f"
     named: set = field(default_factory=set)  # ids of Vars bound to the user's names
+
+    def pretty(self) -> str:
+        """The graph with each value's kind and classes: what `srcgrad show --ir` prints."""
+        head = f"{self.name}({', '.join(_typed(v) for v in self.inputs)}):"
+        body = [ln for e in self.eqns for ln in e.lines("  ", types=True)]
+        outs = ", ".join(_fmt(o) if isinstance(o, Var) else repr(o) for o in self.outputs)
+        return "\n".join([head, *body, f"  return {outs}"])
 
     def __str__(self):
         head = f"{self.name}({', '.join(map(_fmt, self.inputs))}):"

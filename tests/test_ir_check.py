@@ -3,6 +3,7 @@ suite (SRCGRAD_CHECK_IR, set in conftest): it must reject IR that breaks what th
 primitives declare."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from runtime import ops
@@ -55,3 +56,24 @@ def test_the_failing_stage_is_named():
     bad = _graph(LIST_FROM, [x], Var("y", kind="array"))
     with pytest.raises(IRError, match="after dce"):
         ir.checked(bad, "dce")
+
+
+def _looped(x, n):
+    s = 0.0
+    for i in range(n):
+        s = s + np.sin(x) * i
+    return np.sum(s / 2)
+
+
+def test_the_printer_shows_kinds_classes_and_carries():
+    from srcgrad.lower import lower
+
+    graph = lower(_looped)[0]
+    text = graph.pretty()
+    x = graph.inputs[0]
+    assert f"%x{x.id}: array s=- d=-" in text.splitlines()[0]
+    assert "carry=[%s" in text  # the loop's carried value by name, not `<list>`
+    sin_line = next(ln for ln in text.splitlines() if "= sin(" in ln)
+    assert f"s=s{x.id} " in sin_line  # known to have x's shape
+    sum_line = next(ln for ln in text.splitlines() if "= sum(" in ln)
+    assert "s=scalar" in sum_line  # a full reduction is 0-d at every call
