@@ -2,7 +2,7 @@
 
 Hypothesis profiles: "default" is sized for CI (the whole suite's property tests take well
 under two minutes); "deep" runs many more examples per property (the whole suite in about
-ten minutes on two cores; CI runs the deep property tests, tests/test_property.py):
+ten minutes on two cores; CI runs the deep property tests, tests/compiler/test_property.py):
 
     python -m pytest --hypothesis-profile=deep
 
@@ -13,7 +13,7 @@ replays them first the next time it runs (what one wants while fixing them), wit
 breaking a default run. A failing example is reproduced from what hypothesis prints (the
 falsifying example and `@reproduce_failure`), not from the database.
 
-At the end of a session that ran feature programs (tests/test_property.py), a table counts
+At the end of a session that ran feature programs (tests/compiler/test_property.py), a table counts
 per feature tag the programs generated, checked and refused (programs.feature_summary).
 
 Every test gets its own srcgrad disk cache (SRCGRAD_CACHE_DIR in a tmp dir), so the suite
@@ -36,7 +36,7 @@ os.environ.setdefault("SRCGRAD_CHECK_IR", "1")
 sys.path.insert(0, os.path.dirname(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# max_examples is the number of random programs of tests/test_property.py's main property
+# max_examples is the number of random programs of tests/compiler/test_property.py's main property
 # (the other properties take a fraction of it)
 settings.register_profile(
     "default", max_examples=300, deadline=None, database=None,

@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from paths import ROOT  # noqa: E402  (tests/paths.py)
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 

@@ -3,7 +3,7 @@ the deep property tests."""
 import os
 import re
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from paths import ROOT  # noqa: E402  (tests/paths.py)
 
 
 def _read(name):
@@ -26,7 +26,7 @@ def test_ci_runs_the_readme_test_command_first():
 
 def test_ci_runs_the_deep_property_tests_the_readme_names():
     readme = " ".join(_read("README.md").split())
-    deep = "python -m pytest tests/test_property.py --hypothesis-profile=deep"
+    deep = "python -m pytest tests/compiler/test_property.py --hypothesis-profile=deep"
     assert f"`{deep}`" in readme
     tests = [c for c in _commands(_read(".ci/run")) if "pytest" in c]
     assert len(tests) == 2 and tests[1].endswith(deep)

@@ -30,7 +30,7 @@ import pytest
 import runtime as rt
 import srcgrad
 
-_TESTS = os.path.dirname(os.path.abspath(__file__))
+from paths import TESTS as _TESTS  # noqa: E402
 if _TESTS not in sys.path:
     sys.path.insert(0, _TESTS)
 

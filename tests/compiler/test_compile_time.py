@@ -23,7 +23,7 @@ import srcgrad
 import srcgrad.optimize as optimize_module
 from compiler_helpers import assert_close, check_grad, finite_differences
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from paths import ROOT  # noqa: E402  (tests/paths.py)
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 

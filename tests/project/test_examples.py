@@ -7,7 +7,7 @@ import re
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from paths import ROOT  # noqa: E402  (tests/paths.py)
 EXAMPLES = os.path.join(ROOT, "examples")
 
 

@@ -13,7 +13,7 @@ import pytest
 
 import srcgrad
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from paths import ROOT  # noqa: E402  (tests/paths.py)
 
 
 def _read(name):

@@ -15,7 +15,7 @@ import runtime as rt
 import srcgrad
 from compiler_helpers import check_grad, finite_differences, tape_grads
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from paths import ROOT  # noqa: E402  (tests/paths.py)
 rng = np.random.default_rng(7)
 
 
@@ -273,7 +273,7 @@ def test_source_is_deterministic_across_fresh_compilations():
 
 def test_source_in_a_fresh_process_is_the_same(tmp_path):
     mine = srcgrad.grad(poly, wrt=("x", "y"), cache=False).source
-    code = ("import sys; sys.path.insert(0, 'tests'); import test_api, srcgrad; "
+    code = ("import sys; sys.path.insert(0, 'tests'); sys.path.insert(0, 'tests/compiler'); import test_api, srcgrad; "
             "print(srcgrad.grad(test_api.poly, wrt=('x', 'y'), cache=False).source, end='')")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                          text=True, env=dict(os.environ, PYTHONHASHSEED="123"), timeout=120)

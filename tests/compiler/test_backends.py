@@ -85,7 +85,7 @@ def test_mixing_numpy_and_cupy_arrays_is_a_type_error(fake_cupy):
 
 def test_numpy_programs_never_import_cupy():
     script = (
-        "import sys, numpy as np, srcgrad, runtime, tests.test_backends as t\n"
+        "import sys, numpy as np, srcgrad, runtime, tests.compiler.test_backends as t\n"
         "g = srcgrad.grad(t.loss, cache=False)\n"
         "g(np.ones((2, 3)), np.ones(3))\n"
         "rt = runtime.tensor(np.ones(3), requires_grad=True)\n"

@@ -17,7 +17,7 @@ import srcgrad
 from srcgrad import cache as sgcache
 from srcgrad.errors import CacheWarning
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from paths import ROOT  # noqa: E402  (tests/paths.py)
 KIB = 1024
 
 

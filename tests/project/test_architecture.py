@@ -10,7 +10,8 @@ import pathlib
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from paths import ROOT as _ROOT  # noqa: E402
+ROOT = pathlib.Path(_ROOT)
 
 #: srcgrad's modules, bottom to top; a module may import only from layers before its own
 LAYERS = [

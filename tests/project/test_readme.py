@@ -8,7 +8,7 @@ import pytest
 
 import srcgrad
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from paths import ROOT  # noqa: E402  (tests/paths.py)
 sys.path.insert(0, os.path.join(ROOT, "examples"))
 import readme_examples as m  # noqa: E402
 

@@ -19,7 +19,7 @@ import guarded_helper as helper
 import srcgrad
 from compiler_helpers import check_grad
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from paths import ROOT  # noqa: E402  (tests/paths.py)
 THIS = sys.modules[__name__]
 rng = np.random.default_rng(11)
 

@@ -22,7 +22,7 @@ from compiler_helpers import check_grad
 from programs import Program, programs
 from test_property import check_program
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+from paths import TESTS as HERE  # noqa: E402
 # the names of the collisions reported against srcgrad, beside those read from generated code
 REPORTED = ["np", "dx", "dout", "out", "out_1", "x_1", "sum_to", "broadcast_shapes",
             "check_scalar", "as_float", "ndarray", "cast_like", "pullback", "range",

@@ -210,7 +210,7 @@ RUN = ("import json, sys, numpy as np, srcgrad, factory_ops as m; g = srcgrad.gr
 
 def test_a_cached_module_from_a_process_that_named_the_ops_the_other_way(tmp_path):
     (tmp_path / "factory_ops.py").write_text(FACTORY_MODULE)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    from paths import ROOT as root
     results = []
     for order in ("2 then 3", "3 then 2"):
         env = dict(os.environ, ORDER=order, SRCGRAD_CACHE_DIR=str(tmp_path / "cache"),

@@ -18,7 +18,7 @@ import pytest
 import srcgrad
 from srcgrad.frontend import parse_function
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from paths import ROOT  # noqa: E402  (tests/paths.py)
 
 MODULE = '''import numpy as np
 

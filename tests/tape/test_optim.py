@@ -263,7 +263,7 @@ def test_the_readme_training_loop_runs_and_learns():
     import os
     import re
 
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    from paths import ROOT as root
     with open(os.path.join(root, "README.md"), encoding="utf-8") as f:
         blocks = re.findall(r"```python\n(.*?)\n```", f.read(), re.S)
     loop = [b for b in blocks if "rt.optim.Adam" in b]

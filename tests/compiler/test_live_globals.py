@@ -17,7 +17,7 @@ import live_globals_helper as helper
 import srcgrad
 from compiler_helpers import check_grad, finite_differences
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from paths import ROOT  # noqa: E402  (tests/paths.py)
 THIS = sys.modules[__name__]
 
 W = np.linspace(0.5, 1.5, 5)  # small: once folded into the code as a literal
