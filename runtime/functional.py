@@ -12,6 +12,9 @@ by one.
   few functions PyTorch defines differently from numpy are written below: creation from
   `*sizes` with `requires_grad=` (`zeros`, `ones`, `empty`, `randn`, `rand`...),
   `softmax(t, dim)` and `log_softmax(t, dim)`.
+- scipy's functions the op set maps (runtime.ops.scipy_api's tables) are `runtime.special`,
+  `runtime.stats` (`norm.logpdf(x, loc, scale)`, and frozen: `norm(loc, scale).logpdf(x)`)
+  and `runtime.linalg` (solve_triangular, cho_factor, cho_solve), with scipy's signatures.
 
 Each returns a Tensor (a result computed from arrays only is a Tensor that does not require
 grad) and records on the tape like the op it calls. Shapes, sizes and other non-array
