@@ -10,7 +10,10 @@ __all__ = ["gradcheck", "numerical_grad"]
 
 def numerical_grad(fn, arrays, index, eps=1e-6):
     """Central differences of the sum of `fn(*arrays)` w.r.t. `arrays[index]` (float64)."""
-    arrays = [numpy.array(a, dtype=numpy.float64) if _floatish(a) else a for a in arrays]
+    # C order: the flat view below must write into the array (a transposed input's
+    # reshape(-1) would be a copy, and every difference zero)
+    arrays = [numpy.array(a, dtype=numpy.float64, order="C") if _floatish(a) else a
+              for a in arrays]
     x = arrays[index]
     grad = numpy.zeros_like(x)
     flat, gflat = x.reshape(-1), grad.reshape(-1)

@@ -12,6 +12,9 @@ by one.
   few functions PyTorch defines differently from numpy are written below: creation from
   `*sizes` with `requires_grad=` (`zeros`, `ones`, `empty`, `randn`, `rand`...),
   `softmax(t, dim)` and `log_softmax(t, dim)`.
+- scipy's functions the op set maps (runtime.ops.scipy_api's tables) are `runtime.special`,
+  `runtime.stats` (`norm.logpdf(x, loc, scale)`, and frozen: `norm(loc, scale).logpdf(x)`)
+  and `runtime.linalg` (solve_triangular, cho_factor, cho_solve), with scipy's signatures.
 
 Each returns a Tensor (a result computed from arrays only is a Tensor that does not require
 grad) and records on the tape like the op it calls. Shapes, sizes and other non-array
@@ -32,7 +35,8 @@ from .ops import reduce as _R
 from .ops import elementwise as _E
 from .tensor import Tensor
 
-__all__ = ["FUNCTIONS", "LINALG", "manual_seed", "TORCH_ALIASES"]
+__all__ = ["FUNCTIONS", "LINALG", "SPECIAL", "STATS", "SCIPY_LINALG", "manual_seed",
+           "TORCH_ALIASES", "Distribution", "FrozenDistribution"]
 
 
 def _as_tensor(r):
@@ -63,8 +67,9 @@ def _keywords(fn):
 _TORCH_KEYWORDS = {"dim": "axis", "keepdim": "keepdims"}
 
 
-def _functional(name: str, fn, origin: str):
-    """`fn` (an adapter with numpy's signature) as a function on Tensors named `name`."""
+def _functional(name: str, fn, origin: str, module: str = "runtime"):
+    """`fn` (an adapter with numpy's signature) as a function on Tensors named `name`, in
+    the namespace `module`."""
     accepted = _keywords(fn)
     renames = {t: n for t, n in _TORCH_KEYWORDS.items() if n in accepted and t not in accepted}
 
@@ -73,12 +78,14 @@ def _functional(name: str, fn, origin: str):
         for torch_kw, numpy_kw in renames.items():
             if torch_kw in kwargs:
                 if numpy_kw in kwargs:
-                    raise TypeError(f"runtime.{name}() got both {torch_kw}= and {numpy_kw}=")
+                    raise TypeError(f"{module}.{name}() got both {torch_kw}= and "
+                                    f"{numpy_kw}=")
                 kwargs[numpy_kw] = kwargs.pop(torch_kw)
         return _as_tensor(fn(*args, **kwargs))
 
-    f.__name__ = f.__qualname__ = name
-    f.__module__ = "runtime"
+    f.__name__ = name
+    f.__qualname__ = f"{module}.{name}"[len("runtime."):] if module != "runtime" else name
+    f.__module__ = module
     extra = (" Takes PyTorch's " + " and ".join(f"{t}=" for t in renames) + " too."
              if renames else "")
     f.__doc__ = (f"{origin} on Tensors and arrays, recorded on the tape; returns a Tensor."
@@ -115,6 +122,76 @@ for _alias, _target in TORCH_ALIASES.items():
         _fn = FUNCTIONS[_target]
         FUNCTIONS[_alias] = _functional(_alias, _fn.__wrapped__,
                                         f"`{_target}` (PyTorch's name `{_alias}`)")
+
+
+# ---- scipy's functions: runtime.special, runtime.stats, runtime.linalg ------------------------
+# Generated from runtime.ops.scipy_api's tables, which need no scipy: scipy is imported by the
+# primitives the first time one runs (gammaln, erf, solve_triangular...), never by
+# `import runtime`. scipy's signatures; the names are torch.special's where it has them.
+
+SPECIAL: dict = {}
+STATS: dict = {}
+SCIPY_LINALG: dict = {}
+
+
+class Distribution:
+    """scipy.stats.`name` on Tensors: its mapped methods with scipy's signatures
+    (`runtime.stats.norm.logpdf(x, loc, scale)`), and frozen with its parameters
+    (`runtime.stats.norm(loc, scale).logpdf(x)`)."""
+
+    def __init__(self, name: str, methods: dict):
+        self.name = name
+        self.methods = tuple(methods)
+        for method, fn in methods.items():
+            setattr(self, method, _functional(method, fn, f"scipy.stats.{name}.{method}",
+                                              f"runtime.stats.{name}"))
+
+    def __call__(self, *args, **kwds):
+        return FrozenDistribution(self, args, kwds)
+
+    def __repr__(self):
+        return f"<runtime.stats.{self.name}: {', '.join(self.methods)}>"
+
+
+class FrozenDistribution:
+    """`runtime.stats.<dist>(*args, **kwds)`: each method takes x and passes the frozen
+    parameters after it, as scipy's frozen distributions do."""
+
+    def __init__(self, dist: Distribution, args, kwds):
+        self.dist, self.args, self.kwds = dist, tuple(args), dict(kwds)
+
+    def __getattr__(self, method):
+        if method.startswith("_") or method not in self.dist.methods:
+            raise AttributeError(f"runtime.stats.{self.dist.name}(...) has no method "
+                                 f"{method!r} (it has {', '.join(self.dist.methods)})")
+        fn = getattr(self.dist, method)
+
+        def frozen(x):
+            return fn(x, *self.args, **self.kwds)
+
+        frozen.__name__ = method
+        frozen.__doc__ = f"{fn.__doc__} Parameters frozen: x only."
+        return frozen
+
+    def __repr__(self):
+        return f"<runtime.stats.{self.dist.name}(...), frozen>"
+
+
+def _scipy_functions():
+    from .ops import scipy_api
+
+    for name, fn in sorted(scipy_api.special_adapters().items()):
+        SPECIAL[name] = _functional(name, fn, f"scipy.special.{name}", "runtime.special")
+    for dist in sorted({d for d, _ in scipy_api.STATS}):
+        STATS[dist] = Distribution(dist, {m: scipy_api.STATS[(dist, m)]
+                                          for m in scipy_api.stats_methods(dist)})
+    for name, fn in sorted(scipy_api.LINALG.items()):
+        if name not in LINALG:  # cholesky stays numpy's (lower); scipy's is upper by default
+            SCIPY_LINALG[name] = _functional(name, fn, f"scipy.linalg.{name}",
+                                             "runtime.linalg")
+
+
+_scipy_functions()
 
 
 # ---- what PyTorch defines differently ----------------------------------------------------------
@@ -236,11 +313,21 @@ def install(namespace: dict) -> list:
         if name not in namespace:
             namespace[name] = fn
             added.append(name)
-    if "linalg" not in namespace:
-        linalg = types.ModuleType("runtime.linalg", "numpy.linalg's functions on Tensors "
-                                  "(see runtime.functional).")
-        for name, fn in LINALG.items():
-            setattr(linalg, name, fn)
-        namespace["linalg"] = linalg
-        added.append("linalg")
+    docs = {"linalg": "numpy.linalg's functions on Tensors, and scipy.linalg's "
+                      "solve_triangular, cho_factor, cho_solve (see runtime.functional).",
+            "special": "scipy.special's functions on Tensors (see runtime.functional).",
+            "stats": "scipy.stats' distributions on Tensors: runtime.stats.norm.logpdf(x, "
+                     "loc, scale), runtime.stats.norm(loc, scale).logpdf(x) (see "
+                     "runtime.functional)."}
+    for part, tables in (("linalg", (LINALG, SCIPY_LINALG)), ("special", (SPECIAL,)),
+                         ("stats", (STATS,))):
+        if part in namespace:
+            continue
+        mod = types.ModuleType(f"runtime.{part}", docs[part])
+        for table in tables:
+            for name, fn in table.items():
+                setattr(mod, name, fn)
+        mod.__all__ = sorted(n for t in tables for n in t)
+        namespace[part] = mod
+        added.append(part)
     return added

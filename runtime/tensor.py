@@ -34,6 +34,32 @@ def _unwrap_index(idx):
     return idx
 
 
+def _scipy_hint() -> str:
+    """Where scipy's Python code asked for the array (scipy.special.logsumexp(t),
+    scipy.stats.norm.logpdf(t)...), the tape's spelling of scipy's functions."""
+    import sys
+
+    frame = sys._getframe(2)
+    part = None
+    for _ in range(30):  # the innermost run of scipy's frames; its outermost mapped part
+        if frame is None:
+            break
+        mod = frame.f_globals.get("__name__", "")
+        if mod == "scipy" or mod.startswith("scipy."):
+            sub = mod.split(".")[1] if "." in mod else ""
+            part = sub if sub in ("special", "stats", "linalg") else (part or "")
+        elif part is not None:
+            break
+        frame = frame.f_back
+    if part is None:
+        return ""
+    if part:
+        return (f"; scipy.{part}'s functions read Tensors as arrays: on the tape use "
+                f"runtime.{part} (the same names and signatures)")
+    return ("; scipy's functions read Tensors as arrays: on the tape use runtime.special, "
+            "runtime.stats or runtime.linalg")
+
+
 class Tensor:
     """An array with autograd: `requires_grad`, `grad`, `grad_fn`, `backward()`."""
 
@@ -221,7 +247,7 @@ class Tensor:
             raise TypeError("a Tensor that requires grad cannot become a numpy array here "
                             "(numpy would compute on its values and lose the gradient): use "
                             "tensor.detach() for the values, or np.dot(a, t) / a @ t rather "
-                            "than ndarray methods such as a.dot(t)")
+                            "than ndarray methods such as a.dot(t)" + _scipy_hint())
         d = self._numpy()
         return d if dtype is None else d.astype(dtype)
 

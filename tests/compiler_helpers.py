@@ -47,7 +47,7 @@ def finite_differences(fn, args, index, eps=FD_EPS, kwargs=None):
     args = list(args)
     x0 = args[index]
     scalar_input = not isinstance(x0, np.ndarray)
-    x = np.array(x0, dtype=np.float64)
+    x = np.array(x0, dtype=np.float64, order="C")  # reshape(-1) below is then a view
     grad = np.zeros_like(x)
     flat, gflat = x.reshape(-1), grad.reshape(-1)
     for k in range(flat.size):

@@ -11,6 +11,7 @@ the compiler's symbolic values alike. numpy arguments the op set cannot honour (
 from __future__ import annotations
 
 import builtins
+import functools
 import sys
 import threading
 import types
@@ -52,6 +53,8 @@ def lookup(f):
     if isinstance(f, types.MethodType):
         adapter = BOUND_METHODS.get((type(f.__self__), f.__func__.__name__))
         if adapter is not None:
+            if getattr(adapter, "binds_self", False):  # reads the object (a frozen density)
+                return functools.partial(adapter, f.__self__)
             return adapter
     if _load_scipy():
         return lookup(f)

@@ -4,10 +4,16 @@ densities of scipy.stats that models are written with.
 scipy is optional. `numpy_api.lookup` calls `register(part)` the first time a lookup misses
 after the program has imported `scipy.<part>`, so importing srcgrad never imports scipy.
 Adapters only call primitives, like numpy's, so they run on arrays, on the tape's Tensors
-and on the compiler's values. scipy.special's ufuncs reach the tape through
-`__array_ufunc__`; scipy's Python functions (softmax, polygamma, the distributions'
-methods...) convert a Tensor to an array, so on the tape they run through these adapters
-(`numpy_api.lookup(f)(...)`), and in compiled code wherever the user calls them.
+and on the compiler's values. The tables below (SPECIAL_UFUNCS, SPECIAL_FUNCTIONS, LINALG,
+STATS) are the one list of what is mapped: the compiler reads them through `register`, the
+tape's spellings (`runtime.special`, `runtime.stats`, `runtime.linalg`) are generated from
+them. scipy.special's ufuncs reach the tape through `__array_ufunc__` too; scipy's Python
+functions (softmax, polygamma, the distributions' methods...) convert a Tensor to an array,
+so the tape runs them through these adapters.
+
+A mapped distribution called with its parameters (`scipy.stats.norm(loc, scale)`, frozen)
+gives a `FrozenDistribution` whose mapped methods take x only (`.logpdf(x)`), in compiled
+code and on the tape; its other methods (`rvs`, `ppf`, `mean`...) are not there.
 
 Conventions of the distributions (the formulas are scipy's):
 - invalid parameters (scale <= 0, df <= 0, a <= 0, b <= 0, mu < 0, alpha <= 0) give nan, as
@@ -42,7 +48,8 @@ from .numpy_api import is_symbolic as _symbolic
 from .numpy_api import refuse_args as _refuse
 from .numpy_api import ufunc_adapter as _ufunc_adapter
 
-__all__ = ["register", "public_names"]
+__all__ = ["register", "public_names", "special_adapters", "SPECIAL_UFUNCS",
+           "SPECIAL_FUNCTIONS", "LINALG", "STATS", "FrozenDistribution", "freeze"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
 _LOG_PI = math.log(math.pi)
@@ -85,19 +92,39 @@ def _logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
     return logsumexp(a, axis=axis, keepdims=keepdims)
 
 
+#: scipy.special's ufuncs: name -> the primitive (or composition) it is
+SPECIAL_UFUNCS = {"gammaln": P.gammaln, "digamma": P.digamma, "psi": P.digamma, "erf": P.erf,
+                  "erfc": P.erfc, "erfinv": P.erfinv, "ndtr": P.ndtr, "log_ndtr": P.log_ndtr,
+                  "xlogy": P.xlogy, "xlog1py": P.xlog1py, "expit": E.sigmoid, "logit": _logit}
+#: scipy.special's Python functions: name -> adapter (scipy's signature)
+SPECIAL_FUNCTIONS = {"polygamma": _polygamma_adapter, "softmax": _softmax,
+                     "log_softmax": _log_softmax, "logsumexp": _logsumexp}
+
+
+class _Named:
+    """A stand-in for a ufunc where only its name is needed (the adapter's messages)."""
+
+    def __init__(self, name):
+        self.__name__ = name
+
+
+def special_adapters() -> dict:
+    """name -> adapter with scipy.special's signature, for every mapped scipy.special
+    name; needs no scipy (the primitives import it when they run)."""
+    found = {name: _ufunc_adapter(_Named(name), fn) for name, fn in SPECIAL_UFUNCS.items()}
+    found.update(SPECIAL_FUNCTIONS)
+    return found
+
+
 def _register_special():
     import scipy.special as sp
 
-    ufuncs = {"gammaln": P.gammaln, "digamma": P.digamma, "psi": P.digamma, "erf": P.erf,
-              "erfc": P.erfc, "erfinv": P.erfinv, "ndtr": P.ndtr, "log_ndtr": P.log_ndtr,
-              "xlogy": P.xlogy, "xlog1py": P.xlog1py, "expit": E.sigmoid, "logit": _logit}
-    for name, fn in ufuncs.items():
+    for name, fn in SPECIAL_UFUNCS.items():
         uf = getattr(sp, name)
         NUMPY[uf] = _ufunc_adapter(uf, fn)
         _NAMES[f"scipy.special.{name}"] = ("scipy.special", name)
         OP_NAMES[f"scipy.special.{name}"] = getattr(fn, "name", name)
-    for name, fn in (("polygamma", _polygamma_adapter), ("softmax", _softmax),
-                     ("log_softmax", _log_softmax), ("logsumexp", _logsumexp)):
+    for name, fn in SPECIAL_FUNCTIONS.items():
         NUMPY[getattr(sp, name)] = fn
         _NAMES[f"scipy.special.{name}"] = ("scipy.special", name)
 
@@ -138,11 +165,15 @@ def _cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
     return _cholesky(a, lower=lower), bool(lower)
 
 
+#: scipy.linalg: name -> adapter (scipy's signature; cholesky is upper by default, as scipy's)
+LINALG = {"solve_triangular": _solve_triangular, "cho_solve": _cho_solve,
+          "cho_factor": _cho_factor, "cholesky": _cholesky}
+
+
 def _register_linalg():
     import scipy.linalg as sl
 
-    for name, fn in (("solve_triangular", _solve_triangular), ("cho_solve", _cho_solve),
-                     ("cho_factor", _cho_factor), ("cholesky", _cholesky)):
+    for name, fn in LINALG.items():
         NUMPY[getattr(sl, name)] = fn
         _NAMES[f"scipy.linalg.{name}"] = ("scipy.linalg", name)
         OP_NAMES[f"scipy.linalg.{name}"] = name if name == "solve_triangular" else "-"
@@ -302,22 +333,97 @@ def _positive_all(alpha):
 
 
 #: (distribution, method) -> adapter
-_STATS = {
+STATS = {
     ("norm", "logpdf"): norm_logpdf, ("norm", "pdf"): norm_pdf, ("norm", "cdf"): norm_cdf,
     ("norm", "logcdf"): norm_logcdf, ("t", "logpdf"): t_logpdf,
     ("gamma", "logpdf"): gamma_logpdf, ("beta", "logpdf"): beta_logpdf,
     ("poisson", "logpmf"): poisson_logpmf, ("multivariate_normal", "logpdf"): mvn_logpdf,
     ("dirichlet", "logpdf"): dirichlet_logpdf,
 }
+#: every method name of STATS
+STATS_METHODS = tuple(sorted({m for _, m in STATS}))
+
+
+def stats_methods(dist: str) -> tuple:
+    """The mapped methods of scipy.stats.`dist`."""
+    return tuple(m for d, m in STATS if d == dist)
+
+
+class FrozenDistribution:
+    """`scipy.stats.<dist>(*args, **kwds)` as the op set reads it: the distribution's name
+    and its parameters (arrays, Tensors or the compiler's values), which each method passes
+    after x, as scipy's frozen distributions do (`norm(loc, scale).logpdf(x)` is
+    `norm.logpdf(x, loc, scale)`). Compiled code builds one where the program freezes a
+    mapped distribution; `runtime.stats.<dist>(...)` builds one on the tape."""
+
+    __slots__ = ("dist", "args", "kwds")
+
+    def __init__(self, dist, args=(), kwds=None):
+        self.dist, self.args, self.kwds = dist, tuple(args), dict(kwds or {})
+
+    def __repr__(self):
+        return f"<frozen scipy.stats.{self.dist}>"
+
+
+def frozen_method(frozen, method, x, *more, **kw):
+    """`frozen.method(x)`: the adapter of (dist, method) with the frozen parameters."""
+    fn = STATS.get((frozen.dist, method))
+    if fn is None:
+        have = ", ".join(stats_methods(frozen.dist))
+        raise UnsupportedArgument(f"scipy.stats.{frozen.dist}(...).{method}() is not "
+                                  f"differentiated (mapped: {have})")
+    if more or kw:
+        raise UnsupportedArgument(f"scipy.stats.{frozen.dist}(...).{method}() takes x only "
+                                  "(the parameters are frozen)")
+    return fn(x, *frozen.args, **frozen.kwds)
+
+
+def _frozen_method_of(method):
+    def call(self, x, *more, **kw):
+        return frozen_method(self, method, x, *more, **kw)
+
+    call.__name__ = call.__qualname__ = method
+    return call
+
+
+def _frozen_adapter(method):
+    """BOUND_METHODS' adapter of `FrozenDistribution.method` (numpy_api.lookup passes the
+    object first)."""
+    def adapter(frozen, x, *more, **kw):
+        return frozen_method(frozen, method, x, *more, **kw)
+
+    adapter.binds_self = True
+    adapter.__name__ = method
+    return adapter
+
+
+for _m in STATS_METHODS:
+    setattr(FrozenDistribution, _m, _frozen_method_of(_m))
+
+
+def freeze(dist):
+    """The adapter of the call `scipy.stats.<dist>(*args, **kwds)`."""
+    def adapter(*args, **kwds):
+        return FrozenDistribution(dist, args, kwds)
+
+    adapter.__name__ = dist
+    return adapter
 
 
 def _register_stats():
     import scipy.stats as st
 
-    for (dist, method), fn in _STATS.items():
+    for (dist, method), fn in STATS.items():
         obj = getattr(st, dist)
         BOUND_METHODS[(type(obj), method)] = fn
         _NAMES[f"scipy.stats.{dist}.{method}"] = ("scipy.stats", f"{dist}.{method}")
+    for dist in sorted({d for d, _ in STATS}):
+        # a frozen distribution, `scipy.stats.norm(loc, scale).logpdf(x)`
+        NUMPY[getattr(st, dist)] = freeze(dist)
+        _NAMES[f"scipy.stats.{dist}(...)"] = ("scipy.stats", dist)
+        OP_NAMES[f"scipy.stats.{dist}(...)"] = "-"
+    for method in STATS_METHODS:
+        BOUND_METHODS[(FrozenDistribution, method)] = _frozen_adapter(method)
 
 
 _PARTS = {"special": _register_special, "linalg": _register_linalg, "stats": _register_stats}

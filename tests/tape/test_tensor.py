@@ -516,6 +516,16 @@ def test_gradcheck_passes_on_correct_rules():
     assert rt.gradcheck(lambda a: np.sum(np.sin(a) * a), [x.data.copy()])
 
 
+def test_gradcheck_and_finite_differences_of_a_transposed_input():
+    """A Fortran-ordered input (a.T): the differences must perturb the array they read."""
+    from compiler_helpers import finite_differences
+
+    a = np.tril(np.random.default_rng(2).normal(size=(3, 3))) + 3 * np.eye(3)
+    assert rt.gradcheck(lambda m: np.linalg.inv(m), [Tensor(a.T, requires_grad=True)])
+    got = finite_differences(lambda m: np.sum(m * np.arange(9.0).reshape(3, 3)), [a.T], 0)
+    np.testing.assert_allclose(got, np.arange(9.0).reshape(3, 3), rtol=1e-8)
+
+
 def test_gradcheck_catches_a_wrong_rule():
     def vjp_wrong_sin(g, out, x):
         return ops.multiply(g, ops.sin(x))  # should be cos
