@@ -47,12 +47,6 @@ _KEYWORDS = set(keyword.kwlist)
 # it calls that is not listed here is found when the module is checked, see emit_module)
 _BUILTINS = {"range", "reversed", "list", "len", "int", "float", "slice", "type"}
 _INPLACE = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/"}
-# primitives whose result never shares memory with their inputs (besides elementwise ones
-# and the bilinear cotangent ops)
-_FRESH_READERS = {"sum", "mean", "prod", "max", "min", "var", "std", "logsumexp", "matmul",
-                  "dot", "inner", "outer", "tensordot", "trace", "trace_transpose",
-                  "scatter_add", "setitem", "concatenate", "stack", "zeros_like", "ones_like",
-                  "shape", "ndim", "reduced_size", "fused", "copy"}
 # a bare name the code calls or reads an attribute of (`np.sin(`, `sum_to(`), outside quotes
 _READ = re.compile(r"""('[^']*'|"[^"]*")|(?<![\w.])([A-Za-z_]\w*)(?=\s*[.(])""")
 _HOLE = "\x00{}\x00"  # an operand's place in a spelling, filled after renaming
@@ -519,18 +513,6 @@ def _python_numbers_pass(eqns, out, maybe, pushed):
 
 
 # ops whose result is floating whatever their operands' dtypes (an int array in, floats out)
-_FLOAT_OUT = {"divide", "sin", "cos", "tan", "exp", "expm1", "log", "log1p", "sqrt", "tanh",
-              "sinh", "cosh", "arcsin", "arccos", "arctan", "sigmoid", "softplus", "mean",
-              "var", "std", "logsumexp"}
-# differentiable ops whose result is floating exactly when a data operand is (sums,
-# products, views, matmul...); every other op's result may be an integer or bool array
-_FLOAT_IF_ANY = {"sum", "prod", "max", "min", "getitem", "reshape", "transpose", "swapaxes",
-                 "moveaxis", "expand_dims", "squeeze", "flip", "sum_to", "broadcast_to",
-                 "matmul", "dot", "inner", "outer", "tensordot", "trace", "trace_transpose",
-                 "concatenate", "stack", "scatter_add", "zeros_like", "ones_like", "to_device",
-                 "stack_list"}
-
-
 def _inexact(v, floating: set) -> bool:
     """Whether `v` is surely a floating (or complex) value at run time."""
     if isinstance(v, Var):
@@ -559,11 +541,15 @@ def _floating_values(eqns, floating: set) -> set:
 
 
 def _floating_result(e, floating) -> bool:
-    name = e.prim.name
-    if name in _FLOAT_OUT:
+    """Is e's result surely floating? From the primitive's dtype fact: "float" always,
+    ("like", i) when input i is, "same"/"same_if_float" (sums, products, views, matmul...)
+    and differentiable elementwise ops when a data operand is; any other op's result may be
+    an integer or bool array."""
+    p, name = e.prim, e.prim.name
+    if p.dtype == "float":
         return True
-    if name == "cast_like":
-        return _inexact(e.ins[1], floating)
+    if isinstance(p.dtype, tuple):  # ("like", i): cast_like
+        return _inexact(e.ins[p.dtype[1]], floating)
     if e.params.get("dtype") is not None:
         try:
             return numpy.dtype(e.params["dtype"]).kind in "fc"
@@ -573,7 +559,7 @@ def _floating_result(e, floating) -> bool:
         return len(e.ins) == 1
     if name == "full":
         return len(e.ins) == 2 and _inexact(e.ins[1], floating)
-    if not (name in _FLOAT_IF_ANY or e.prim.elementwise and e.prim.differentiable):
+    if not (p.dtype in ("same", "same_if_float") or p.elementwise and p.differentiable):
         return False
     data = [a for i, a in enumerate(e.ins) if e.prim.is_diff_input(i) or not
             e.prim.differentiable]
@@ -821,8 +807,7 @@ class _BlockCtx:
             if k == j:
                 continue
             p = eqns[k].prim
-            if not (p.elementwise or p.name in _FRESH_READERS or
-                    (p.kind == "bilinear" and p.shape_like is not None)):
+            if not p.fresh:  # a result that may share memory with `a`
                 return False
         return True
 

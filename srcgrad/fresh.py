@@ -24,20 +24,8 @@ __all__ = ["fresh_returns", "COPY"]
 EXTERNAL = frozenset({("external",)})
 #: a new array with `x`'s values (`x` may also be a number: `cast_like` and `sum_to` pass
 #: Python numbers through, which have no `.copy()`)
-COPY = Primitive("copy", lambda x: x.copy(), spell=lambda i, p, d: f"np.copy({i[0]})")
-
-# ops whose result is new memory (besides elementwise ops and the bilinear cotangents)
-_NEW = {"sum", "mean", "prod", "max", "min", "var", "std", "logsumexp", "matmul", "dot",
-        "inner", "outer", "tensordot", "trace", "trace_transpose", "scatter_add", "setitem",
-        "concatenate", "stack", "zeros_like", "ones_like", "zeros", "ones", "full", "eye",
-        "arange", "fused", "list_zeros", "stack_list", "copy"}
-# ops whose result may be (a view of) their first input (the others are shapes, indices, a
-# dtype to follow)
-_VIEWS = {"reshape", "transpose", "swapaxes", "moveaxis", "expand_dims", "squeeze", "flip",
-          "getitem", "sum_to", "cast_like", "astype", "to_device", "stop_gradient",
-          "broadcast_to", "copy_list"}
-# ops whose result holds all their inputs (lists)
-_HOLDERS = {"list_from", "list_append"}
+COPY = Primitive("copy", lambda x: x.copy(), spell=lambda i, p, d: f"np.copy({i[0]})",
+                 fresh=True)
 
 
 def _of(v, roots) -> frozenset:
@@ -65,20 +53,22 @@ def _roots(eqns, roots: dict) -> dict:
 
 
 def _op_roots(e, roots) -> frozenset:
+    """From what the primitive declares (runtime.ops.core.Primitive): `fresh` results start
+    a root, views share their input's (read-only ones add their own), list values hold
+    their items; of an op that declares nothing (a user's op) the result may be anything."""
     p = e.prim
-    made = frozenset({("new", e.outs[0].id)})
     if p.meta or p in (NEWSTACK, PUSH):
         return frozenset()
-    if p.elementwise and not getattr(p, "custom", False) or p.name in _NEW or \
-            (p.kind == "bilinear" and p.shape_like is not None):  # f_grad_a, f_grad_b
-        return made
-    if p.name in _VIEWS:
-        first = _of(e.ins[0], roots)
-        if p.name == "broadcast_to":  # a view of its input that cannot be written
-            return first | {("read-only", e.outs[0].id)}
-        return first
+    if p.fresh and not p.custom:
+        return frozenset({("new", e.outs[0].id)})
+    if p.view and not p.custom:
+        # a view of its first input (the others are shapes, indices, a dtype to follow),
+        # or of any input for an op that takes several arrays (einsum)
+        viewed = e.ins if p.variadic else e.ins[:1]
+        shared = frozenset().union(*(_of(a, roots) for a in viewed))
+        return shared | {("read-only", e.outs[0].id)} if p.readonly else shared
     ins = frozenset().union(*(_of(a, roots) for a in e.ins))
-    if p.name in _HOLDERS:
+    if p.kind == "list":
         return ins
     return ins | EXTERNAL  # an op srcgrad knows nothing of (a user's op): anything
 

@@ -26,7 +26,8 @@ __all__ = ["FUSED", "CUDA", "fuse_graph", "cuda_expr"]
 
 # one kernel for a region of elementwise equations, made after differentiation and
 # optimization (so no rule): any number of outputs, each a fresh array
-FUSED = Primitive("fused", None, differentiable=False, zero_grad=False, structured=True)
+FUSED = Primitive("fused", None, differentiable=False, zero_grad=False, structured=True,
+                  fresh=True)
 
 #: elementwise primitive -> CUDA C expression over its operands
 CUDA = {

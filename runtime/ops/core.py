@@ -65,6 +65,7 @@ class Primitive:
         "reads_inputs", "reads_out", "spell", "defaults", "elementwise", "doc",
         "convention", "variadic", "jvp", "custom", "zero_grad", "pure", "view", "creator",
         "structured", "kind", "dtype", "shape_arg", "shape_like", "shape_key", "on_meta",
+        "fresh", "readonly",
     )
     _reserves_name = True  # see RESERVED_NAMES
 
@@ -73,7 +74,7 @@ class Primitive:
                  spell=None, defaults=None, elementwise=False, convention="",
                  variadic=False, doc="", zero_grad=None, pure=True, view=False,
                  creator=False, structured=False, kind=None, dtype=None, shape_arg=None,
-                 shape_like=None, shape_key=None, on_meta=None):
+                 shape_like=None, shape_key=None, on_meta=None, fresh=None, readonly=False):
         self.name = name
         self.impl = impl
         self.vjps = tuple(vjps)
@@ -136,6 +137,13 @@ class Primitive:
         self.shape_key = shape_key
         #: applied to meta values only (ints, shape tuples), the result is a meta value
         self.on_meta = elementwise if on_meta is None else on_meta
+        #: declared: the output is new memory the op allocated, or a value that holds none
+        #: of its inputs' (a shape): never an input, a view of one, or a container of one;
+        #: by default so for elementwise ops, reductions, bilinear ops and creators
+        self.fresh = (self.kind in ("elementwise", "reduction", "bilinear", "creator")
+                      if fresh is None else fresh)
+        #: declared: the output is a view that cannot be written (np.broadcast_to's)
+        self.readonly = readonly
         if self._reserves_name:
             RESERVED_NAMES.add(name)
 

@@ -249,10 +249,10 @@ def vjp_trace_transpose(c, out, g, newshape, offset=0, axis1=0, axis2=1):
 
 _TR = dict(offset=0, axis1=0, axis2=1)
 trace = defop("trace", _trace, vjp_trace, reads_inputs=False, spell=call("np.trace"),
-              defaults=_TR, dtype="same_if_float")
+              defaults=_TR, dtype="same_if_float", fresh=True)
 trace_transpose = defop("trace_transpose", _trace_transpose, vjp_trace_transpose,
                         nondiff=(1,), reads_inputs=False, spell=call("trace_transpose"),
-                        defaults=_TR)
+                        defaults=_TR, fresh=True, dtype="same")
 
 
 # ---- kron (bilinear) and cross (bilinear, its own transpose) ---------------------------------

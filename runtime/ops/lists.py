@@ -90,7 +90,7 @@ def jvp_stack_list(tangents, out, lst, axis=0):
     return STACK_LIST(tangents[0], axis=axis)
 
 
-STACK_LIST = Primitive("stack_list", None, vjps=(vjp_stack_list,), view=True,
+STACK_LIST = Primitive("stack_list", None, vjps=(vjp_stack_list,), view=True, fresh=True, dtype="same",
                        spell=lambda i, p, d: f"np.stack({i[0]}" + (
                            f", axis={p['axis']!r})" if p.get("axis", 0) else ")"))
 

@@ -53,7 +53,7 @@ def _spell_reduced_size(ins, params, defaults):
 
 
 reduced_size = defop("reduced_size", reduced_size_impl, meta=True, zero_grad=True,
-                     spell=_spell_reduced_size, defaults=dict(axis=None))
+                     spell=_spell_reduced_size, defaults=dict(axis=None), fresh=True)
 
 
 def unreduce(g, x, axis, keepdims):

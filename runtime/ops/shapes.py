@@ -36,8 +36,8 @@ def _shape_of(x):
 
 # ---- meta: shapes as values ------------------------------------------------------------------
 
-shape = defop("shape", _shape_of, meta=True, zero_grad=True, spell=fmt("{0}.shape"), kind="shape_of")
-ndim = defop("ndim", lambda x: len(_shape_of(x)), meta=True, zero_grad=True, spell=fmt("{0}.ndim"))
+shape = defop("shape", _shape_of, meta=True, zero_grad=True, spell=fmt("{0}.shape"), kind="shape_of", fresh=True)
+ndim = defop("ndim", lambda x: len(_shape_of(x)), meta=True, zero_grad=True, spell=fmt("{0}.ndim"), fresh=True)
 
 
 def _concat_index(*shapes, index, axis):
@@ -321,16 +321,16 @@ expand_dims = defop("expand_dims", _xp_fn("expand_dims"), vjp_expand_dims,
 squeeze = defop("squeeze", _xp_fn("squeeze"), vjp_squeeze, view=True, reads_inputs=False,
                 spell=call("np.squeeze"), defaults=dict(axis=None), kind="movement", dtype="same")
 broadcast_to = defop("broadcast_to", _xp_fn("broadcast_to"), vjp_broadcast_to, nondiff=(1,),
-                     view=True, reads_inputs=False, spell=call("np.broadcast_to"), kind="movement", dtype="same", shape_arg=1)
+                     view=True, reads_inputs=False, spell=call("np.broadcast_to"), kind="movement", dtype="same", shape_arg=1, readonly=True)
 sum_to = defop("sum_to", sum_to_impl, vjp_sum_to, nondiff=(1,), view=True, reads_inputs=False,
                spell=call("sum_to"), doc="sum down to a shape: the reverse of broadcasting", dtype="same_if_float", shape_arg=1)
 concatenate = defop("concatenate", _concatenate, vjp_concatenate, variadic=True,
-                    reads_inputs=False, defaults=dict(axis=0), kind="movement", dtype="same")
+                    reads_inputs=False, defaults=dict(axis=0), kind="movement", dtype="same", fresh=True)
 concatenate.spell = lambda ins, params, d: (
     f"np.concatenate([{', '.join(ins)}]"
     + ("" if params.get("axis", 0) == 0 else f", axis={params['axis']!r}") + ")")
 stack = defop("stack", _stack, vjp_stack, variadic=True, reads_inputs=False,
-              defaults=dict(axis=0), kind="movement", dtype="same")
+              defaults=dict(axis=0), kind="movement", dtype="same", fresh=True)
 stack.spell = lambda ins, params, d: (
     f"np.stack([{', '.join(ins)}]"
     + ("" if params.get("axis", 0) == 0 else f", axis={params['axis']!r}") + ")")
@@ -340,10 +340,10 @@ getitem = defop("getitem", _getitem, vjp_getitem, nondiff=(1,), view=True, reads
                 spell=fmt("{0}[{1}]"), kind="movement", dtype="same", shape_key=slice_shape_key, on_meta=True)
 scatter_add = defop("scatter_add", _scatter_add, vjp_scatter_add, nondiff=(1, 2),
                     reads_inputs=False, spell=call("scatter_add"),
-                    doc="zeros of `newshape` with `v` added at `idx` (repeats accumulate)", dtype="same", shape_arg=2)
+                    doc="zeros of `newshape` with `v` added at `idx` (repeats accumulate)", dtype="same", shape_arg=2, fresh=True)
 setitem = defop("setitem", _setitem, vjp_setitem_x, None, vjp_setitem_v, nondiff=(1,),
                 reads_inputs=False, spell=call("setitem"),
-                doc="a copy of x with x[idx] = v: numpy's item assignment, without mutation")
+                doc="a copy of x with x[idx] = v: numpy's item assignment, without mutation", fresh=True)
 cast_like = defop("cast_like", _cast_like, vjp_cast_like, nondiff=(1,), view=True, reads_inputs=False,
                   spell=call("cast_like"), doc="x in the dtype of `like`", dtype=("like", 1), shape_like=0)
 def _casts_to_integers(args, params) -> bool:
@@ -404,7 +404,7 @@ def vjp_to_device(g, out, x, device, source="cpu"):
 
 
 to_device = defop("to_device", _to_device, vjp_to_device, view=True, reads_inputs=False,
-                  spell=call("to_device"), doc="copy between 'cpu' (numpy) and 'cuda' (cupy)")
+                  spell=call("to_device"), doc="copy between 'cpu' (numpy) and 'cuda' (cupy)", dtype="same")
 
 
 # ---- structure: diagonals, triangles, repeats, tiles, pads, rolls ----------------------------
