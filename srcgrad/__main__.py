@@ -41,6 +41,34 @@ def _wrt(text):
     return tuple(items) if len(items) > 1 else items[0]
 
 
+def _pick(rows, names) -> list:
+    """The rows `names` asks for (np.tanh, tanh, ndarray.sum...); a name with none gets a
+    line saying so, with the closest supported spellings."""
+    import difflib
+
+    want = set(names)
+    picked = [r for r in rows if r[0] in want or r[0].rsplit(".", 1)[-1] in want or
+              any(r[0].endswith("." + w) for w in want)]
+    for n in names:
+        if any(n in r or r[0].endswith("." + n) for r in picked):
+            continue
+        close = difflib.get_close_matches(n.rsplit(".", 1)[-1], [r[1] for r in rows], 3)
+        hint = f"; closest supported: {', '.join(close)}" if close else ""
+        print(f"{n}: not differentiated by srcgrad{hint}")
+    return picked
+
+
+def _orders(prim) -> str:
+    """Which derivative orders the op's rules give."""
+    if prim is None:
+        return "all orders (made of ops)"
+    if prim.vjps and prim.jvp is not None:
+        return "all orders"
+    if not callable(prim.zero_grad) and prim.declares_zero((), {}):
+        return "zero derivative"
+    return "first order"
+
+
 def _ops(names) -> int:
     """List the numpy functions and array methods srcgrad differentiates: for each, the
     op of the same name where there is one, whether its rules give every derivative order
@@ -53,31 +81,12 @@ def _ops(names) -> int:
             for n in sorted(found)]
     rows += [(f"ndarray.{m}", m) for m in sorted(METHODS)]
     if names:
-        import difflib
-
-        want = set(names)
-        picked = [r for r in rows if r[0] in want or r[0].rsplit(".", 1)[-1] in want or
-                  any(r[0].endswith("." + w) for w in want)]
-        missing = [n for n in names if not any(n in r or r[0].endswith("." + n)
-                                               for r in picked)]
-        for n in missing:
-            close = difflib.get_close_matches(n.rsplit(".", 1)[-1], [r[1] for r in rows], 3)
-            hint = f"; closest supported: {', '.join(close)}" if close else ""
-            print(f"{n}: not differentiated by srcgrad{hint}")
-        rows = picked
+        rows = _pick(rows, names)
     width = max((len(r[0]) for r in rows), default=0)
     for public, short in rows:
         prim = PRIMITIVES.get(short)
-        if prim is None:
-            orders = "all orders (made of ops)"
-        elif prim.vjps and prim.jvp is not None:
-            orders = "all orders"
-        elif prim.declares_zero((), {}) if not callable(prim.zero_grad) else False:
-            orders = "zero derivative"
-        else:
-            orders = "first order"
         note = f"  [{prim.convention}]" if prim is not None and prim.convention else ""
-        print(f"{public:<{width}}  {orders}{note}")
+        print(f"{public:<{width}}  {_orders(prim)}{note}")
     if not names:
         np_names = [n for n in found if not n.startswith("scipy.")]
         sp_names = [n for n in found if n.startswith("scipy.")]

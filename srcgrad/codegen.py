@@ -31,7 +31,8 @@ import numpy
 
 from runtime.ops import helpers as _helpers
 from runtime.ops.core import literal
-from runtime.ops.lists import LIST_APPEND
+from runtime.ops import shapes as _shapes
+from runtime.ops.lists import LIST_APPEND, LIST_GET
 
 from .fresh import fresh_returns
 from .fusion import FUSED
@@ -479,40 +480,43 @@ def _python_numbers(eqns, out: set):
 
 
 def _python_numbers_pass(eqns, out, maybe, pushed):
-    if True:
-        for e in eqns:
-            name = e.prim.name
-            op = e.prim
-            # any Python object (made by a statement run as written, an item of *args...)
-            out.update(o.id for o in e.outs if o.dclass[0] == "object")
-            if op is PUSH:
-                pushed[e.params.get("tag")] = [maybe(v) for v in e.ins[1:]]
-            elif op is POP:
-                flags = pushed.get(e.params.get("tag"), [])
-                out.update(o.id for o, f in zip(e.outs, flags) if f)
-            if op in (FOR, WHILE):
-                inits = e.ins[3:] if op is FOR else e.ins
-                body = e.params["body"]
-                for c, i, n, o in zip(e.params["carry"], inits, body.outs, e.outs):
-                    if maybe(i) or maybe(n):
-                        out.update((c.id, o.id))
-            elif op is COND:
-                for o, a, b in zip(e.outs, e.params["then"].outs, e.params["else"].outs):
-                    if maybe(a) or maybe(b):
-                        out.add(o.id)
-            elif e.prim.elementwise and e.outs and e.var_ins() and all(
-                    maybe(a) for a in e.ins):
-                out.add(e.outs[0].id)
-            elif name == "sum_to" and maybe(e.ins[0]):  # returns a number it is given as is
-                out.add(e.outs[0].id)
-            elif getattr(e.prim, "custom", False) or e.prim is PYTHON or name == "list_get":
-                out.update(o.id for o in e.outs)  # a user's op returns what it likes, a list
-                # may hold numbers
-            for b in e.blocks():
-                _python_numbers_pass(b.eqns, out, maybe, pushed)
+    """Add to `out` the ids of the values of `eqns` that may be Python numbers (or other
+    Python objects) at run time rather than arrays."""
+    for e in eqns:
+        # any Python object (made by a statement run as written, an item of *args...)
+        out.update(o.id for o in e.outs if o.dclass[0] == "object")
+        out.update(_maybe_numbers(e, maybe, pushed))
+        for b in e.blocks():
+            _python_numbers_pass(b.eqns, out, maybe, pushed)
 
 
-# ops whose result is floating whatever their operands' dtypes (an int array in, floats out)
+def _maybe_numbers(e, maybe, pushed) -> list:
+    """The results of `e` that may be Python numbers, given which inputs may be."""
+    op = e.prim
+    if op is PUSH:
+        pushed[e.params.get("tag")] = [maybe(v) for v in e.ins[1:]]
+        return []
+    if op is POP:
+        flags = pushed.get(e.params.get("tag"), [])
+        return [o.id for o, f in zip(e.outs, flags) if f]
+    if op in (FOR, WHILE):
+        inits = e.ins[3:] if op is FOR else e.ins
+        body = e.params["body"]
+        return [x for c, i, n, o in zip(e.params["carry"], inits, body.outs, e.outs)
+                if maybe(i) or maybe(n) for x in (c.id, o.id)]
+    if op is COND:
+        return [o.id for o, a, b in zip(e.outs, e.params["then"].outs, e.params["else"].outs)
+                if maybe(a) or maybe(b)]
+    if op.elementwise and e.outs and e.var_ins() and all(maybe(a) for a in e.ins):
+        return [e.outs[0].id]
+    if op is _shapes.sum_to and maybe(e.ins[0]):  # returns a number it is given as is
+        return [e.outs[0].id]
+    if op.custom or op is PYTHON or op is LIST_GET:
+        # a user's op returns what it likes, a list may hold numbers
+        return [o.id for o in e.outs]
+    return []
+
+
 def _inexact(v, floating: set) -> bool:
     """Whether `v` is surely a floating (or complex) value at run time."""
     if isinstance(v, Var):
@@ -614,7 +618,11 @@ class _BlockCtx:
 
     def emit(self, eqns, ind, lines, top=False, group=None):
         """Write `eqns` as statements at indentation `ind` (`top`: the function's own
-        block, where dead arrays are freed and updates may be done in place)."""
+        block, where dead arrays are freed and updates may be done in place).
+
+        (Its complexity, about 30, is the order of decisions per equation: skipped,
+        inlined, commented, absorbed, a statement of its own kind, in place, or assigned;
+        each step is a call, and the order is the point.)"""
         em = self.em
         inlined = {e.outs[0].id: e for e in eqns if self._inlinable(e)}
         if top:

@@ -446,38 +446,42 @@ def _dce(eqns, live: set) -> list:
     kept = []
     for e in reversed(eqns):
         op = e.prim
-        if op in (PUSH, POP):
-            kept.append(e)
-            live.update(v.id for v in e.ins if isinstance(v, Var))
-            continue
         if op is COND:
-            then, els = e.params["then"], e.params["else"]
-            keep_k = [k for k, o in enumerate(e.outs) if o.id in live]
-            e.outs = [e.outs[k] for k in keep_k]
-            then.outs = [then.outs[k] for k in keep_k]
-            els.outs = [els.outs[k] for k in keep_k]
-            if not e.outs and not _has_effects_blocks(e):
-                continue
-            for b in (then, els):
-                live.update(v.id for v in b.outs if isinstance(v, Var))
-                b.eqns = _dce(b.eqns, live)
-            live.update(v.id for v in e.ins if isinstance(v, Var))
-            kept.append(e)
-            continue
-        if op in (FOR, WHILE):
-            if not any(o.id in live for o in e.outs) and not _has_effects_blocks(e):
-                continue
-            for b in e.blocks():
-                live.update(v.id for v in b.outs if isinstance(v, Var))
-            for b in e.blocks():
-                b.eqns = _dce(b.eqns, live)
-            live.update(v.id for v in e.ins if isinstance(v, Var))
-            kept.append(e)
-            continue
-        if any(o.id in live for o in e.outs) or not e.prim.pure:  # an impure call stays
+            keep = _dce_cond(e, live)
+        elif op in (FOR, WHILE):
+            keep = _dce_loop(e, live)
+        else:  # a stack operation and an impure call stay
+            keep = op in (PUSH, POP) or not op.pure or any(o.id in live for o in e.outs)
+        if keep:
             kept.append(e)
             live.update(v.id for v in e.ins if isinstance(v, Var))
     return kept[::-1]
+
+
+def _dce_cond(e, live: set) -> bool:
+    """Drop a branch's unused results; whether the branch itself stays."""
+    then, els = e.params["then"], e.params["else"]
+    keep_k = [k for k, o in enumerate(e.outs) if o.id in live]
+    e.outs = [e.outs[k] for k in keep_k]
+    then.outs = [then.outs[k] for k in keep_k]
+    els.outs = [els.outs[k] for k in keep_k]
+    if not e.outs and not _has_effects_blocks(e):
+        return False
+    for b in (then, els):
+        live.update(v.id for v in b.outs if isinstance(v, Var))
+        b.eqns = _dce(b.eqns, live)
+    return True
+
+
+def _dce_loop(e, live: set) -> bool:
+    """Whether a loop stays (its results used, or its body has effects); its body pruned."""
+    if not any(o.id in live for o in e.outs) and not _has_effects_blocks(e):
+        return False
+    for b in e.blocks():
+        live.update(v.id for v in b.outs if isinstance(v, Var))
+    for b in e.blocks():
+        b.eqns = _dce(b.eqns, live)
+    return True
 
 
 def _move_name(old: Var, new, named: set, phase: str, producer: dict, protected: set):

@@ -265,7 +265,7 @@ class _Reverser:
         start of an iteration (`lp.at_start`), values made in it (`lp.at_end`), items of
         outer arrays indexed again instead (`lp.remat`); a value read only for its shape is
         saved as its shape."""
-        b, e, body, index = self.b, lp.e, lp.body, lp.index
+        body, index = lp.body, lp.index
         fwd_body = _defined(body.eqns)
         reads = referenced(lp.adj_eqns, lp.nexts)
         lp.at_start = [v for v in lp.carry if v.id in reads]
@@ -280,13 +280,24 @@ class _Reverser:
                     (q.ins[1] is index and index is not None and not lp.counted)]
         remat_ids = {q.outs[0].id for q in lp.remat}
         at_end = [v for vid, v in fwd_body.items() if vid in reads and vid not in remat_ids]
+        self._save_shapes(lp, at_end)
+        start_ids = {v.id for v in lp.at_start}
+        lp.at_end = [v for v in at_end if v.id not in start_ids]  # saved once is enough
+        # shapes of carried values are computed where their push happens: at the start
+        lp.moved = [e2 for e2 in body.eqns if e2.outs and e2.outs[0].id in start_ids]
+        moved_ids = {id(m) for m in lp.moved}
+        body.eqns = lp.moved + [e2 for e2 in body.eqns if id(e2) not in moved_ids]
+
+    def _save_shapes(self, lp: "_LoopParts", at_end: list):
+        """Values the adjoint reads only for their shape are saved as their shape: a
+        `shape(v)` staged in the forward body replaces v in `lp.at_start` / `at_end`."""
+        b, body = self.b, lp.body
         shape_only = _shape_only_uses(lp.adj_eqns, lp.nexts)
         with staging(b):
             b.push_block()
             b.eqns = body.eqns
-            b.phase, b.loc = "fwd", e.loc
+            b.phase, b.loc = "fwd", None
             cond_outs = {o.id for e2 in body.eqns if e2.prim is COND for o in e2.outs}
-            b.loc = None
             mapping_shape = {}
             for group in (lp.at_start, at_end):
                 for j, v in enumerate(group):
@@ -298,12 +309,6 @@ class _Reverser:
             subst(lp.adj_eqns, mapping_shape)  # once: a pass per value would be quadratic
             b.pop_block()
             b.phase = "bwd"
-        start_ids = {v.id for v in lp.at_start}
-        lp.at_end = [v for v in at_end if v.id not in start_ids]  # saved once is enough
-        # shapes of carried values are computed where their push happens: at the start
-        lp.moved = [e2 for e2 in body.eqns if e2.outs and e2.outs[0].id in start_ids]
-        moved_ids = {id(m) for m in lp.moved}
-        body.eqns = lp.moved + [e2 for e2 in body.eqns if id(e2) not in moved_ids]
 
     def _stack(self, lp: "_LoopParts"):
         """Step 3: the stack: pushes in the forward body, pops (and items indexed again)

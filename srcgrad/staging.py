@@ -213,40 +213,54 @@ class Builder:
         declares (runtime.ops.core.Primitive: kind, dtype, shape_arg, shape_like...)."""
         arrays = [a for a in args if isinstance(a, Var) and a.kind == "array"]
         if prim.shape_arg is not None:  # broadcast_to(x, shape(y)) has y's shape
-            src = args[prim.shape_arg]
-            if isinstance(src, Var) and src.id in self.shape_source:
-                out.sclass = self.shape_source[src.id].sclass
-            x = args[0]
-            if isinstance(x, Var) and (prim.dtype == "same" or floating_dclass(x.dclass)):
-                out.dclass = x.dclass
-            elif type(x) is float:
-                out.dclass = ("f", out.id)  # np.broadcast_to(1.0, s): float64
-            return
-        if prim.shape_like is not None and arrays and len(arrays) == len(args):
-            out.sclass = args[prim.shape_like].sclass
-        if prim.elementwise and arrays and _scalar_operands(args):
+            self._classes_to_shape(prim, args, out)
+        elif prim.elementwise and arrays and _scalar_operands(args):
             if len({a.sclass for a in arrays}) == 1:
                 out.sclass = arrays[0].sclass
             out.dclass = _elementwise_dclass(prim, args, out)
-            return
-        if prim.kind == "reduction" and params.get("axis") is None and \
-                not params.get("keepdims"):
-            out.sclass = SCALAR  # a full reduction: a 0-d result at every call
-        if prim.shape_key is not None and arrays and isinstance(args[0], Var):
-            key = prim.shape_key(args[1])
-            if key is not None:  # x[1:] and x[:-1] have one shape, whatever x's is
-                out.sclass = ("slice", args[0].sclass, key)
-        dtype = prim.dtype
-        if isinstance(dtype, tuple):  # ("like", i)
-            src = args[dtype[1]]
-            if isinstance(src, Var) and src.kind == "array":
-                out.dclass = src.dclass
-        elif dtype is not None and arrays and len({a.dclass for a in arrays}) == 1:
-            d = arrays[0].dclass
-            if dtype == "same" or floating_dclass(d):
-                out.dclass = d
-            elif dtype == "float":
-                out.dclass = ("f", out.id)  # float64 for integers
+        else:
+            out.sclass = _shape_class(prim, args, params, arrays, out.sclass)
+            out.dclass = _dtype_class(prim, args, arrays, out)
+
+    def _classes_to_shape(self, prim, args, out):
+        src = args[prim.shape_arg]
+        if isinstance(src, Var) and src.id in self.shape_source:
+            out.sclass = self.shape_source[src.id].sclass
+        x = args[0]
+        if isinstance(x, Var) and (prim.dtype == "same" or floating_dclass(x.dclass)):
+            out.dclass = x.dclass
+        elif type(x) is float:
+            out.dclass = ("f", out.id)  # np.broadcast_to(1.0, s): float64
+
+
+def _shape_class(prim, args, params, arrays, sclass):
+    """The shape class of a result that is not elementwise (`sclass`: its own)."""
+    if prim.shape_like is not None and arrays and len(arrays) == len(args):
+        sclass = args[prim.shape_like].sclass
+    if prim.kind == "reduction" and params.get("axis") is None and \
+            not params.get("keepdims"):
+        sclass = SCALAR  # a full reduction: a 0-d result at every call
+    if prim.shape_key is not None and arrays and isinstance(args[0], Var):
+        key = prim.shape_key(args[1])
+        if key is not None:  # x[1:] and x[:-1] have one shape, whatever x's is
+            sclass = ("slice", args[0].sclass, key)
+    return sclass
+
+
+def _dtype_class(prim, args, arrays, out):
+    """The dtype class of a result that is not elementwise, from the op's dtype fact."""
+    dtype = prim.dtype
+    if isinstance(dtype, tuple):  # ("like", i)
+        src = args[dtype[1]]
+        if isinstance(src, Var) and src.kind == "array":
+            return src.dclass
+    elif dtype is not None and arrays and len({a.dclass for a in arrays}) == 1:
+        d = arrays[0].dclass
+        if dtype == "same" or floating_dclass(d):
+            return d
+        if dtype == "float":
+            return ("f", out.id)  # float64 for integers
+    return out.dclass
 
 
 def _scalar_operands(args) -> bool:
