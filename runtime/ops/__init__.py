@@ -11,6 +11,7 @@ from . import shapes  # noqa: F401  (before reduce and linalg, which use it)
 from . import elementwise, linalg, reduce, special  # noqa: F401
 from . import numpy_api  # noqa: F401
 from . import jvps  # noqa: F401  (after every group: it reads the whole table)
+from . import cuda  # noqa: F401  (the same: each elementwise op's CUDA spelling)
 from .custom import CustomPrimitive, primitive  # noqa: F401
 from .elementwise import *  # noqa: F401,F403
 from .reduce import *  # noqa: F401,F403

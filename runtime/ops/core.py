@@ -65,7 +65,7 @@ class Primitive:
         "reads_inputs", "reads_out", "spell", "defaults", "elementwise", "doc",
         "convention", "variadic", "jvp", "custom", "zero_grad", "pure", "view", "creator",
         "structured", "kind", "dtype", "shape_arg", "shape_like", "shape_key", "on_meta",
-        "fresh", "readonly",
+        "fresh", "readonly", "cuda", "cuda_when",
     )
     _reserves_name = True  # see RESERVED_NAMES
 
@@ -144,6 +144,10 @@ class Primitive:
                       if fresh is None else fresh)
         #: declared: the output is a view that cannot be written (np.broadcast_to's)
         self.readonly = readonly
+        #: the CUDA C expression a fused kernel writes for it, and when it applies
+        #: (`cuda_when(ins, params) -> bool`, None: always); set by runtime.ops.cuda
+        self.cuda = None
+        self.cuda_when = None
         if self._reserves_name:
             RESERVED_NAMES.add(name)
 
