@@ -287,8 +287,9 @@ def changes(node, peek) -> list:
         elif isinstance(n, ast.Call):
             fname = _callee_name(n.func)
             args = list(n.args) + [k.value for k in n.keywords]
-            if isinstance(n.func, ast.Attribute) and fname in MUTATING_METHODS:
-                add(n.func.value)
+            if isinstance(n.func, ast.Attribute) and fname in MUTATING_METHODS and \
+                    not isinstance(peek(n.func.value), types.ModuleType):
+                add(n.func.value)  # `x.sort()`; `np.partition(x, k)` is a function
             for k in n.keywords:
                 if k.arg == "out":
                     for part in ast.walk(k.value):

@@ -207,6 +207,22 @@ def imag(val):
     return S.zeros_like(val) if _symbolic(val) else numpy.imag(val)
 
 
+@spelling(numpy.angle)
+def angle(z, deg=False):
+    """The argument of a real number, as numpy computes it (arctan2(0, x): 0 for x >= 0, pi
+    for x < 0 and for -0.0), with a zero derivative: it is piecewise constant."""
+    _refuse_complex("numpy.angle", z)
+    r = S.stop_gradient(E.arctan2(0.0, z))
+    return E.multiply(r, 180.0 / numpy.pi) if deg else r
+
+
+@spelling(numpy.real_if_close)
+def real_if_close(a, tol=100):
+    """A real array is returned as it is (the same array, as numpy returns it)."""
+    _refuse_complex("numpy.real_if_close", a)
+    return a
+
+
 def _conjugate(x):
     _refuse_complex("numpy.conjugate", x)
     return E.copy(x)  # real input: a new array with the same values, as numpy gives
@@ -389,29 +405,34 @@ def broadcast_to(array, shape, subok=False):
     return S.broadcast_to(array, tuple(shape) if isinstance(shape, list) else shape)
 
 
+def _casting(casting):
+    """numpy's default casting ("same_kind") is what the op does; any other is refused."""
+    return None if casting == "same_kind" else casting
+
+
 @spelling(numpy.concatenate)
-def concatenate(arrays, axis=0, out=None, dtype=None, casting=None):
-    _refuse("numpy.concatenate", out=out, dtype=dtype, casting=casting)
+def concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
+    _refuse("numpy.concatenate", out=out, dtype=dtype, casting=_casting(casting))
     if axis is None:
         return S.concatenate(*[S.reshape(a, (-1,)) for a in arrays], axis=0)
     return S.concatenate(*arrays, axis=axis)
 
 
 @spelling(numpy.stack)
-def stack(arrays, axis=0, out=None, dtype=None, casting=None):
-    _refuse("numpy.stack", out=out, dtype=dtype, casting=casting)
+def stack(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
+    _refuse("numpy.stack", out=out, dtype=dtype, casting=_casting(casting))
     return S.stack(*arrays, axis=axis)
 
 
 @spelling(numpy.vstack)
-def vstack(tup, dtype=None, casting=None):
-    _refuse("numpy.vstack", dtype=dtype, casting=casting)
+def vstack(tup, dtype=None, casting="same_kind"):
+    _refuse("numpy.vstack", dtype=dtype, casting=_casting(casting))
     return S.concatenate(*[_atleast(a, 2) for a in tup], axis=0)
 
 
 @spelling(numpy.hstack)
-def hstack(tup, dtype=None, casting=None):
-    _refuse("numpy.hstack", dtype=dtype, casting=casting)
+def hstack(tup, dtype=None, casting="same_kind"):
+    _refuse("numpy.hstack", dtype=dtype, casting=_casting(casting))
     arrs = list(tup)
     ranks = [_known_rank(a) for a in arrs]
     if None not in ranks:
@@ -435,6 +456,7 @@ _RANK_HINTS = {
     "numpy.linalg.norm": "pass axis= (an int for a vector norm, a pair for a matrix norm)",
     "numpy.rollaxis": "use a non-negative axis and start, or numpy.moveaxis",
     "numpy.rot90": "give both axes with the same sign",
+    "numpy.gradient": "pass axis= (axis=0 for a 1-d array: one axis gives one array)",
 }
 
 
@@ -869,6 +891,58 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None):
     axis = _int_arg(axis, "numpy.sort", "axis")
     perm = S.argsort(a, axis=axis, **_sort_kind(kind, stable))
     return S.getitem(a, S.along_axis_index(S.shape(a), perm, axis))
+
+
+@spelling(numpy.partition)
+def partition(a, kth, axis=-1, kind="introselect", order=None):
+    """A partition of `a` around `kth`: the sorted values, which are one (numpy leaves the
+    order inside each part unspecified, so the items other than the kth ones may come in
+    another order than numpy's); the gradient follows the permutation, as sort's."""
+    _refuse("numpy.partition", order=order)
+    shape = S.shape(a)
+    if isinstance(shape, tuple) and axis is not None:  # numpy's check of kth, where known
+        n = shape[axis] if shape else 0
+        for k in numpy.atleast_1d(kth):
+            if not -n <= int(k) < n:
+                raise ValueError(f"kth(={int(k)}) out of bounds ({n})")
+    return sort(a, axis=axis)
+
+
+def _gradient_along(f, axis, h):
+    g = S.moveaxis(f, source=axis, destination=0)
+    inner = E.divide(E.subtract(S.getitem(g, slice(2, None)), S.getitem(g, slice(None, -2))),
+                     E.multiply(2.0, h))
+    # one-sided at the edges; an integer index raises where the axis has fewer than 2 items
+    first = E.divide(E.subtract(S.getitem(g, 1), S.getitem(g, 0)), h)
+    last = E.divide(E.subtract(S.getitem(g, -1), S.getitem(g, -2)), h)
+    out = S.concatenate(S.expand_dims(first, axis=0), inner, S.expand_dims(last, axis=0),
+                        axis=0)
+    return S.moveaxis(out, source=0, destination=axis)
+
+
+@spelling(numpy.gradient)
+def gradient(f, *varargs, axis=None, edge_order=1):
+    """numpy's gradient with uniform spacing (a number per axis, default 1): central
+    differences inside, one-sided ones at the edges (edge_order=1). A linear map of f, so
+    every derivative order. Spacing given as coordinates (arrays) and edge_order=2 are not
+    supported; in compiled code, where the number of dimensions is known only at run time,
+    `axis=` must be given."""
+    if edge_order != 1:
+        raise UnsupportedArgument("numpy.gradient(): only edge_order=1 is supported")
+    if axis is None:
+        axes = tuple(builtins.range(_rank(f, "numpy.gradient")))
+    else:
+        axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    if len(varargs) > 1 and len(varargs) != len(axes):
+        raise TypeError("numpy.gradient(): invalid number of arguments")
+    spacing = list(varargs) if len(varargs) > 1 else [varargs[0] if varargs else 1.0] * len(axes)
+    for h in spacing:
+        if _symbolic(h) or numpy.ndim(h) != 0:
+            raise UnsupportedArgument("numpy.gradient(): spacing must be a number known when "
+                                      "the function is compiled (coordinates as arrays are "
+                                      "not supported)")
+    outs = [_gradient_along(f, ax, h) for ax, h in zip(axes, spacing)]
+    return outs[0] if len(outs) == 1 else tuple(outs)
 
 
 def _arg_reduction(prim, fname):
