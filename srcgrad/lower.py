@@ -31,6 +31,7 @@ import numpy
 from runtime import ops
 from runtime.ops.core import Primitive
 from runtime.ops.lists import LIST_APPEND, LIST_FROM, LIST_GET, STACK_LIST
+from runtime.ops import numpy_api
 from runtime.ops.numpy_api import ATTRIBUTES, METHODS, UnsupportedArgument, lookup
 
 from .errors import (RecursiveCallError, SrcgradError, UnknownFunctionError,
@@ -1602,11 +1603,14 @@ class Lowerer:
                              "supported for a list or tuple of arrays and numbers only",
                              node, UnsupportedSyntaxError)
         if obj is numpy.r_ or obj is numpy.c_:
+            items = idx if isinstance(idx, tuple) else (idx,)
+            if not any(isinstance(i, (slice, str)) for i in items):
+                join = numpy_api.r_items if obj is numpy.r_ else numpy_api.c_items
+                return join(items)
             which = "np.r_" if obj is numpy.r_ else "np.c_"
-            raise self.error(f"{which}[...] of run-time arrays is not supported (their "
-                             "number of dimensions is known only at run time); use "
-                             "np.concatenate([...], axis=...) or np.stack", node,
-                             UnsupportedSyntaxError)
+            raise self.error(f"{which}[...] with slices or string directives, of run-time "
+                             "arrays, is not supported; use np.concatenate([...], axis=...), "
+                             "np.arange or np.stack", node, UnsupportedSyntaxError)
         if not isinstance(obj, (numpy.ndarray, numpy.generic)):
             raise self.error(f"indexing a {type(obj).__name__} with run-time values is "
                              "not supported", node, UnsupportedSyntaxError)

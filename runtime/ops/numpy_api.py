@@ -1048,6 +1048,20 @@ def column_stack(tup):
                            for a in tup], axis=1)
 
 
+def r_items(items):
+    """`np.r_[a, b, ...]` of arrays and numbers (no slices, no string directives): each
+    item at least 1-d, joined along the first axis."""
+    return S.concatenate(*[_atleast(a, 1) for a in items], axis=0)
+
+
+def c_items(items):
+    """`np.c_[a, b, ...]` of arrays and numbers: each item as column_stack makes it (a
+    number or a 1-d array becomes a column), joined along the last axis."""
+    return S.concatenate(*[S.reshape(a, S.column_shape(S.shape(a))) if _symbolic(a) else
+                           numpy.asarray(a).reshape(S.column_shape(numpy.shape(a)))
+                           for a in items], axis=-1)
+
+
 @spelling(numpy.append)
 def append(arr, values, axis=None):
     if axis is None:

@@ -705,7 +705,10 @@ def _atleast_shape(xshape, ndim):
 
 
 def _column_shape(xshape):
-    """np.column_stack's shape: a 1-D array becomes a column, others stay."""
+    """np.column_stack's shape: a number becomes a 1x1 array, a 1-D array a column, others
+    stay."""
+    if len(xshape) == 0:
+        return (1, 1)
     return (tuple(xshape) + (1,)) if len(xshape) < 2 else tuple(xshape)
 
 

@@ -131,3 +131,38 @@ def test_a_numpy_function_named_like_a_mutating_method_does_not_change_numpy():
     x = np.ones(5)
     np.testing.assert_allclose(srcgrad.grad(resized)(x), np.resize(W, 5))
     np.testing.assert_allclose(finite_differences(resized, (x,), 0), np.resize(W, 5), atol=1e-6)
+
+
+def r_join(x):
+    return np.sum(np.r_[x, x * 2, 3.0] ** 2)
+
+
+def c_join(x):
+    return np.sum(np.c_[x, x * 2] ** 2 * np.arange(2.0))
+
+
+def c_of_numbers(x):
+    # np.c_ of two numbers is 1x2: its row 0 is both of them
+    return np.sum(np.c_[x[0], x[1]][0] * x[:2]) + np.sum(np.column_stack([x[2], x[0]])[0] ** 3)
+
+
+def r_of_matrices(m):
+    return np.sum(np.r_[m, m * 3] ** 2 * np.arange(m.shape[1] * 1.0))
+
+
+@pytest.mark.parametrize("f,arg", [(r_join, X), (c_join, X), (c_of_numbers, X),
+                                   (r_of_matrices, M)],
+                         ids=lambda v: getattr(v, "__name__", ""))
+def test_r_and_c_of_run_time_arrays(f, arg):
+    value, _ = srcgrad.value_and_grad(f)(arg)
+    np.testing.assert_allclose(value, f(arg))
+    check_grad(f, (arg,), tape=False)  # the tape refuses np.r_ (numpy converts its items)
+
+
+def r_with_slice(x):
+    return np.sum(np.r_[x, 0:3])
+
+
+def test_r_with_a_slice_is_refused_with_a_hint():
+    with pytest.raises(srcgrad.UnsupportedSyntaxError, match="np.concatenate"):
+        srcgrad.grad(r_with_slice)(X)
