@@ -430,6 +430,10 @@ def vstack(tup, dtype=None, casting="same_kind"):
     return S.concatenate(*[_atleast(a, 2) for a in tup], axis=0)
 
 
+if hasattr(numpy, "row_stack"):  # vstack's older name (deprecated in numpy 2.0)
+    spelling(numpy.row_stack)(vstack)
+
+
 @spelling(numpy.hstack)
 def hstack(tup, dtype=None, casting="same_kind"):
     _refuse("numpy.hstack", dtype=dtype, casting=_casting(casting))
