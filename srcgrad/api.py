@@ -39,7 +39,9 @@ from .optimize import optimize
 from .reverse import reverse
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "hvp", "hessian", "jacobian", "show",
-           "clear_cache"]
+           "clear_cache", "CompiledFunction", "GradFunction", "ValueAndGradFunction",
+           "VJPFunction", "JVPFunction", "HVPFunction", "HessianFunction", "JacobianFunction",
+           "ForwardJacobianFunction", "NestedGradFunction", "Wrt"]
 
 #: what `wrt` (and `argnums`, `argnum`) take: a parameter index or name, or a tuple of them
 Wrt = Union[int, str, Sequence[Union[int, str]]]
@@ -121,8 +123,8 @@ class CompiledFunction:
     kind = "grad"
     __srcgrad_transformed__ = True  # what the lowerer checks: it never inlines one
 
-    def __init__(self, fun: Callable, wrt=0, has_aux: bool = False, argnums=None,
-                 cache: bool = True, fuse: bool = True):
+    def __init__(self, fun: Callable[..., Any], wrt: Wrt = 0, has_aux: bool = False,
+                 argnums: Wrt | None = None, cache: bool = True, fuse: bool = True) -> None:
         if isinstance(fun, CompiledFunction) and not isinstance(self, NestedGradFunction):
             raise _composition_error(self.kind, fun)
         if not callable(fun):
@@ -339,14 +341,15 @@ class CompiledFunction:
             impl = self._compile()
         return impl
 
-    def _compile_now(self):
+    def _compile_now(self, use_cached: bool = True):
         key = None
         loaded = None
         if self.use_disk_cache and _cache.cache_dir() is not None:
             key = _cache.cache_key(self.fun, self._options())
-            loaded = _cache.load(key)
+            loaded = _cache.load(key) if use_cached else None
         live = _bindable(self.fun, loaded[1]) if loaded is not None else None
-        if live is not None and self._find_ops(loaded[1]):
+        cached = live is not None and self._find_ops(loaded[1])
+        if cached:
             text, meta, path = loaded
             self._code = _cache.load_code(path, meta, text)
         else:
@@ -363,7 +366,15 @@ class CompiledFunction:
         self.cache_path = path
         self._check = _guards.make_check(live)
         self._module = (text, path, meta)
-        impl = self._bind(None)
+        try:
+            impl = self._bind(None)
+        except ImportError:
+            if not cached:
+                raise
+            # a cached module imports a user's op from where it was when the module was
+            # written, and it is no longer there: generate the module afresh
+            self._code = None
+            return self._compile_now(use_cached=False)
         self._source = _cache.source_of(text)
         self._impl = impl
         return impl
@@ -460,7 +471,7 @@ class CompiledFunction:
 
     # -- the public face ---------------------------------------------------------------------
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         for a in args:
             if isinstance(a, _CONTAINERS):
                 return self._call_structured(args, kwargs)
@@ -553,16 +564,17 @@ class CompiledFunction:
             _, _, self._graph = self._guarded_build()
         return str(self._graph)
 
-    def clear(self):
+    def clear(self) -> None:
+        """Forget the generated code (the next call compiles or loads it again)."""
         self._impl = self._gpu = self._module = self._fused = self._check = None
         self._source = self._graph = None
         self._entries = {}
         self._last_entry = None
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<srcgrad.{self.kind} of {self.fun.__qualname__}>"
 
-    def __get__(self, obj, objtype=None):
+    def __get__(self, obj: Any, objtype: type | None = None) -> CompiledFunction:
         """`@srcgrad.grad` on a method: `obj.method` is the transformation of the method
         bound to `obj` (its `self.attr` reads are guarded or read at every call, as a
         global's are); `wrt` counts the parameters after `self`, as for `grad(obj.method)`."""
@@ -809,7 +821,7 @@ class VJPFunction(CompiledFunction):
     def _owned(self, returns):
         return False, set()  # its value is f's; its pullback's gradients are fresh
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> tuple[Any, Callable[[Any], Any]]:
         out, pullback = super().__call__(*args, **kwargs)
 
         def checked_pullback(cotangent):
@@ -869,7 +881,7 @@ class JVPFunction(CompiledFunction):
     def _float_params(self) -> tuple:
         return ()  # primals are taken as they come
 
-    def __init__(self, fun, cache=True):
+    def __init__(self, fun: Callable[..., Any], cache: bool = True) -> None:
         n = len(inspect.signature(fun).parameters)
         super().__init__(fun, wrt=tuple(range(n)), cache=cache)
 
@@ -953,9 +965,9 @@ class HVPFunction(CompiledFunction):
     kind = "hvp"
     title = "Hessian-vector product"
 
-    def __init__(self, fun: Callable, wrt: Any = 0, has_aux: bool = False,
-                 argnums: Any = None, cache: bool = True, fuse: bool = True,
-                 along: Any = None):
+    def __init__(self, fun: Callable[..., Any], wrt: Wrt = 0, has_aux: bool = False,
+                 argnums: Wrt | None = None, cache: bool = True, fuse: bool = True,
+                 along: Wrt | None = None) -> None:
         super().__init__(fun, wrt, has_aux, argnums, cache, fuse)
         if has_aux:
             raise TypeError(f"srcgrad.{self.kind} does not take has_aux")
@@ -1008,7 +1020,7 @@ class HVPFunction(CompiledFunction):
         t = tuple(ts) if self.wrt_tuple else ts[0]
         return b2, t, (grad_graph.outputs[1] if keep else None), None
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if len(self.along) != 1 or self.wrt_tuple:
             raise TypeError("hvp takes a single wrt argument")
         if not args:
@@ -1060,7 +1072,7 @@ class HessianFunction(HVPFunction):
                 f"# srcgrad.{self.role} calls {fname} once per element of {along},\n"
                 f"# with {tangent}:\n# each call returns {blocks}.")
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         import numpy
 
         full = _bind(self.fun, args, kwargs)
@@ -1105,7 +1117,7 @@ class HessianFunction(HVPFunction):
     _effects_checked = False
 
     @property
-    def hvp(self) -> "HVPFunction":
+    def hvp(self) -> HVPFunction:
         """The plain Hessian-vector product of the same function (`.hvp.source`)."""
         return HVPFunction(self.fun, self.wrt_index[0], cache=self.use_disk_cache)
 
@@ -1124,7 +1136,7 @@ class JacobianFunction(VJPFunction):
                 "of the output,\n# with a unit cotangent: each call returns one row of the "
                 "Jacobian.")
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         import numpy
 
         full = _bind(self.fun, args, kwargs)
@@ -1150,7 +1162,7 @@ class ForwardJacobianFunction(JVPFunction):
     """`jacobian(f, mode="fwd")`: the generated JVP once per element of the `wrt`
     argument, with a unit tangent (column k of the Jacobian)."""
 
-    def __init__(self, fun: Callable, wrt: Any = 0, cache: bool = True):
+    def __init__(self, fun: Callable[..., Any], wrt: Wrt = 0, cache: bool = True) -> None:
         super().__init__(fun, cache=cache)
         self.jac_wrt = _resolve_wrt(fun, wrt, None)[0][0]
 
@@ -1169,7 +1181,7 @@ class ForwardJacobianFunction(JVPFunction):
                 "tangent a unit vector\n# and the others zeros: each call returns one column "
                 "of the Jacobian.")
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         import numpy
 
         full = _bind(self.fun, args, kwargs)
@@ -1216,8 +1228,8 @@ class NestedGradFunction(CompiledFunction):
 
     kind = "grad"
 
-    def __init__(self, inner: "CompiledFunction", wrt=0, has_aux=False, argnums=None,
-                 cache=True):
+    def __init__(self, inner: CompiledFunction, wrt: Wrt = 0, has_aux: bool = False,
+                 argnums: Wrt | None = None, cache: bool = True) -> None:
         if has_aux or inner.has_aux or inner.wrt_tuple or \
                 not isinstance(inner, (GradFunction, NestedGradFunction)) or \
                 inner._parent is not None:
@@ -1293,7 +1305,7 @@ class NestedGradFunction(CompiledFunction):
         code = emit_module(fc, graph.inputs + extra, header)
         return code.text, self._meta(code, True), graph
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         import numpy
 
         _refuse_structures("grad(grad)", self.fun, args, kwargs)
