@@ -469,3 +469,26 @@ def test_methods_users_call_have_type_hints():
 def test_the_package_ships_its_type_hints():
     assert os.path.exists(os.path.join(os.path.dirname(srcgrad.__file__), "py.typed"))
     assert typing.get_type_hints(srcgrad.grad)["return"] is not None
+
+
+def test_a_cached_module_whose_op_import_fails_is_generated_afresh(ops_module, tmp_path,
+                                                                   monkeypatch):
+    """The disk cache holds a module that imports the op from where it was; if it is not
+    there any more when the module is loaded, srcgrad generates the module again."""
+    import types
+
+    mod, _ = ops_module
+    monkeypatch.setenv("SRCGRAD_CACHE_DIR", str(tmp_path / "cache"))
+    x, w = np.array([0.5, -1.5]), np.array([1.2, 0.3])
+    first = srcgrad.grad(mod.loss)
+    expected = first(x, w)
+    assert first.compile_count == 1
+    again = srcgrad.grad(mod.loss)
+    again(x, w)
+    assert again.compile_count == 0  # loaded from the disk cache
+    stub = types.ModuleType(mod.__name__)  # the op's module no longer has it
+    monkeypatch.setitem(sys.modules, mod.__name__, stub)
+    fresh = srcgrad.grad(mod.loss)
+    assert_close(fresh(x, w), expected, 1e-15, 0, "regenerated")
+    assert fresh.compile_count == 1
+    assert "import softplus" not in fresh.source
