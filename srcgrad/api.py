@@ -1040,8 +1040,11 @@ class HVPFunction(CompiledFunction):
 
     def _rebound(self, method, wrt):
         along = [i - 1 for i in self.along]
-        return type(self)(method, wrt=wrt, cache=self.use_disk_cache, fuse=self.fuse,
-                          along=tuple(along) if self.along_tuple else along[0])
+        new = type(self)(method, wrt=wrt, cache=self.use_disk_cache, fuse=self.fuse,
+                         along=tuple(along) if self.along_tuple else along[0])
+        if "role" in self.__dict__:  # jacobian(grad(f)) of a method
+            new.role = self.role
+        return new
 
 
 class HessianFunction(HVPFunction):
@@ -1119,7 +1122,11 @@ class HessianFunction(HVPFunction):
     @property
     def hvp(self) -> HVPFunction:
         """The plain Hessian-vector product of the same function (`.hvp.source`)."""
-        return HVPFunction(self.fun, self.wrt_index[0], cache=self.use_disk_cache)
+        if self._hvp is None:
+            self._hvp = HVPFunction(self.fun, self.wrt_index[0], cache=self.use_disk_cache)
+        return self._hvp
+
+    _hvp = None
 
 
 class JacobianFunction(VJPFunction):
@@ -1540,21 +1547,26 @@ def hvp(fun: Callable[..., Any], *, wrt: Wrt = 0, argnums: Wrt | None = None,
     if isinstance(fun, CompiledFunction):
         raise _composition_error("hvp", fun)
     argnums = _alias_argnum(wrt, argnums, argnum)
-    return HVPFunction(fun, wrt, argnums=argnums, cache=cache)
+    h = HVPFunction(fun, wrt, argnums=argnums, cache=cache)
+    if h.wrt_tuple:
+        raise TypeError("hvp takes a single wrt argument (hessian(f, wrt=(i, j)) gives the "
+                        "blocks of several)")
+    return h
 
 
 def show(f: Callable[..., Any], mode: str = "grad", *, wrt: Wrt = 0, ir: bool = False,
          file: IO[str] | None = None) -> None:
     """Print the generated source (or with ir=True the graph) of a transformed function
     (`grad`, `hessian`, `jacobian`...), or of `grad(f, wrt=wrt)` (or the `mode`'s
-    transformation: "value_and_grad", "vjp", "jvp", "hvp") when given a plain function."""
+    transformation: "value_and_grad", "vjp", "jvp", "hvp", "hessian", "jacobian") when
+    given a plain function."""
     if not isinstance(f, CompiledFunction):
         maker = {"grad": grad, "value_and_grad": value_and_grad, "vjp": VJPFunction,
-                 "jvp": lambda f, wrt=0: JVPFunction(f),
-                 "hvp": lambda f, wrt=0: HVPFunction(f, wrt)}.get(mode)
+                 "jvp": lambda f, wrt=0: JVPFunction(f), "hvp": hvp, "hessian": hessian,
+                 "jacobian": jacobian}.get(mode)
         if maker is None:
             raise ValueError(f"unknown mode {mode!r}: use 'grad', 'value_and_grad', 'vjp', "
-                             "'jvp' or 'hvp'")
+                             "'jvp', 'hvp', 'hessian' or 'jacobian'")
         f = maker(f, wrt=wrt)
     print(f.ir if ir else f.source, file=file)
 
