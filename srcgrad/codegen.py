@@ -1148,14 +1148,17 @@ def _op_location(op):
     import sys
 
     modname = getattr(op, "__module__", None)
-    module = sys.modules.get(modname) if isinstance(modname, str) else None
+    if not isinstance(modname, str) or not all(
+            p.isidentifier() and not keyword.iskeyword(p) for p in modname.split(".")):
+        return None
+    module = sys.modules.get(modname)
     if module is None:
         return None
     name = getattr(op, "__name__", None)
     if isinstance(name, str) and getattr(module, name, None) is op:
         return modname, name
     for key, value in list(vars(module).items()):
-        if value is op and key.isidentifier():
+        if value is op and key.isidentifier() and not keyword.iskeyword(key):
             return modname, key
     return None
 
