@@ -18,6 +18,9 @@ __version__ = "0.1.0"  # the one place it is written (pyproject.toml reads it fr
 
 from .api import (clear_cache, grad, hessian, hvp, jacobian, jvp, show,  # noqa: F401
                   value_and_grad, vjp)
+from .api import (CompiledFunction, ForwardJacobianFunction, GradFunction,  # noqa: F401
+                  HessianFunction, HVPFunction, JacobianFunction, JVPFunction,
+                  NestedGradFunction, ValueAndGradFunction, VJPFunction, Wrt)
 from .errors import (CacheWarning, RecursiveCallError, SourceChangedError,  # noqa: F401
                      SourceUnavailableError, SrcgradError, UnknownFunctionError,
                      UnsupportedSyntaxError, WrtError)
@@ -28,4 +31,8 @@ from runtime.ops.custom import primitive  # noqa: F401
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "hvp", "hessian", "jacobian", "show",
            "primitive", "stop_gradient", "clear_cache", "SrcgradError",
            "UnsupportedSyntaxError", "UnknownFunctionError", "SourceUnavailableError",
-           "SourceChangedError", "RecursiveCallError", "WrtError", "CacheWarning"]
+           "SourceChangedError", "RecursiveCallError", "WrtError", "CacheWarning",
+           # what the transformations return (for type annotations and isinstance)
+           "CompiledFunction", "GradFunction", "ValueAndGradFunction", "VJPFunction",
+           "JVPFunction", "HVPFunction", "HessianFunction", "JacobianFunction",
+           "ForwardJacobianFunction", "NestedGradFunction", "Wrt"]

@@ -157,7 +157,8 @@ def main(argv=None) -> int:
     show.add_argument("--wrt", help="parameter names or indices, comma separated (default 0)")
     show.add_argument("--ir", action="store_true", help="print the IR graph instead")
     show.add_argument("--mode", default="grad",
-                      choices=["grad", "value_and_grad", "vjp", "jvp", "hvp"])
+                      choices=["grad", "value_and_grad", "vjp", "jvp", "hvp", "hessian",
+                               "jacobian"])
     ops = sub.add_parser("ops", help="list the numpy functions srcgrad differentiates")
     ops.add_argument("names", nargs="*", help="only these (np.tanh, tanh, ndarray.sum...)")
     cache = sub.add_parser("cache", help="the disk cache of generated code: info, clear, "

@@ -1147,9 +1147,41 @@ def _emit_planned(fc, inputs, header, ops, clashes):
         return None, found
     scopes = {name: scope for name, scope in mod.scopes.values()}
     bound_ops = {mod.alias.get(n, n): op for n, op in ops.items() if n in mod.reads}
-    text = "\n".join([header] + _imports(mod) + _bound(scopes, bound_ops) + ["", ""] +
-                      body) + "\n"
+    imported = {n: _op_location(op) for n, op in bound_ops.items()}
+    imported = {n: loc for n, loc in imported.items() if loc is not None}
+    text = "\n".join([header] + _imports(mod) + _op_imports(imported) +
+                      _bound(scopes, {n: op for n, op in bound_ops.items()
+                                      if n not in imported}) + ["", ""] + body) + "\n"
     return ModuleCode(text, fc.module_name, mod.alias.get("np", "np"), scopes, bound_ops), set()
+
+
+def _op_location(op):
+    """(module, name) a user's op can be imported by: a module-level name that is bound to
+    the op itself (its own name first). None for an op made inside a function (a factory's,
+    a closure's): srcgrad binds it when it loads the module."""
+    import sys
+
+    modname = getattr(op, "__module__", None)
+    if not isinstance(modname, str) or not all(
+            p.isidentifier() and not keyword.iskeyword(p) for p in modname.split(".")):
+        return None
+    module = sys.modules.get(modname)
+    if module is None:
+        return None
+    name = getattr(op, "__name__", None)
+    if isinstance(name, str) and getattr(module, name, None) is op:
+        return modname, name
+    for key, value in list(vars(module).items()):
+        if value is op and key.isidentifier() and not keyword.iskeyword(key):
+            return modname, key
+    return None
+
+
+def _op_imports(imported: dict) -> list:
+    """Import lines for the user's ops that are module-level names: the printed module then
+    runs on its own (srcgrad still binds the very op when it loads the module)."""
+    return [f"from {mod} import {attr}" + ("" if attr == name else f" as {name}")
+            for name, (mod, attr) in sorted(imported.items())]
 
 
 def _bound(scopes, ops) -> list:

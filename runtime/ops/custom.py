@@ -30,6 +30,7 @@ import keyword
 import re
 import threading
 import weakref
+from typing import Any, Callable
 
 from .core import RESERVED_NAMES, Primitive, call
 
@@ -72,7 +73,7 @@ class CustomPrimitive(Primitive):
 
     _reserves_name = False  # a unique name of its own instead (see REGISTRY)
 
-    def __init__(self, fun, pure: bool = False):
+    def __init__(self, fun: Callable[..., Any], pure: bool = False) -> None:
         n = len([p for p in inspect.signature(fun).parameters.values()
                  if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY,
                                                          p.POSITIONAL_OR_KEYWORD)])
@@ -85,7 +86,7 @@ class CustomPrimitive(Primitive):
         self.arity = n
         functools.update_wrapper(self, fun, updated=())
 
-    def defvjp(self, rule):
+    def defvjp(self, rule: Callable[..., Any]) -> Callable[..., Any]:
         """Attach the reverse-mode rule `(g, out, *inputs) -> cotangent(s)`."""
 
         def per_input(i):
@@ -108,7 +109,7 @@ class CustomPrimitive(Primitive):
         self.rules["vjp"] = rule
         return rule
 
-    def defjvp(self, rule):
+    def defjvp(self, rule: Callable[..., Any]) -> Callable[..., Any]:
         """Attach the forward-mode rule `(tangents, out, *inputs) -> output tangent`."""
         self.jvp = rule
         self.rules["jvp"] = rule
@@ -118,7 +119,8 @@ class CustomPrimitive(Primitive):
         return f"<srcgrad.primitive {self.name}>"
 
 
-def primitive(fun=None, *, pure: bool = False):
+def primitive(fun: Callable[..., Any] | None = None, *, pure: bool = False
+              ) -> CustomPrimitive | Callable[[Callable[..., Any]], CustomPrimitive]:
     """Turn `fun` (written with numpy) into an op with user-supplied derivative rules.
 
     `@primitive(pure=True)` declares that equal arguments always give equal results and
