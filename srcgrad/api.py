@@ -557,12 +557,13 @@ class CompiledFunction:
 
     @property
     def ir(self) -> str:
-        """The optimized static graph the source was generated from, printed."""
+        """The optimized static graph the source was generated from, printed with each
+        value's kind and shape/dtype classes (`ir.Graph.pretty`)."""
         if self._graph is None and self._impl is None and self._last_entry is not None:
             return self._last_entry.ir
         if self._graph is None:
             _, _, self._graph = self._guarded_build()
-        return str(self._graph)
+        return self._graph.pretty()
 
     def clear(self) -> None:
         """Forget the generated code (the next call compiles or loads it again)."""

@@ -183,10 +183,12 @@ def check_golden(name, source):
 
 def run_python(code: str):
     """Run `python -c code` in a fresh interpreter from the checkout's root (its srcgrad and
-    runtime first on the path); returns the CompletedProcess."""
+    runtime first on the path, then tests/ for the shared helpers); returns the
+    CompletedProcess."""
     import subprocess
     import sys
 
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    tests = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(tests)
     return subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True,
-                          text=True, env={**os.environ, "PYTHONPATH": root})
+                          text=True, env={**os.environ, "PYTHONPATH": root + os.pathsep + tests})

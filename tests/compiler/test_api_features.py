@@ -548,7 +548,7 @@ def test_show_and_the_cli_print_hessian_and_jacobian_code(capsys):
     srcgrad.show(vector_fn, mode="jacobian", wrt=1)
     assert capsys.readouterr().out.startswith("# Jacobian code (mode='rev') generated")
     done = run_python("import sys; from srcgrad.__main__ import main; "
-                      "sys.exit(main(['show', 'tests/test_api_features.py:energy', "
+                      "sys.exit(main(['show', 'tests/compiler/test_api_features.py:energy', "
                       "'--mode', 'hessian']))")
     assert done.returncode == 0, done.stderr
     assert "def hvp_energy(x, v):" in done.stdout
