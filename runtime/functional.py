@@ -305,6 +305,29 @@ for _fn in (randn, rand, randint, log_softmax, softmax, manual_seed):
     FUNCTIONS[_fn.__name__] = _fn
 
 
+class _Joiner:
+    """`runtime.r_[a, b]` / `runtime.c_[a, b]`: numpy's index tricks on Tensors (numpy's own
+    turn their items into arrays, which a Tensor on the tape refuses). Items are arrays and
+    numbers; slices and string directives are not supported."""
+
+    def __init__(self, join, name):
+        self._join, self._name = join, name
+
+    def __getitem__(self, items):
+        items = items if isinstance(items, tuple) else (items,)
+        if any(isinstance(i, (slice, str)) for i in items):
+            raise TypeError(f"runtime.{self._name}[...] joins arrays and numbers; slices and "
+                            "string directives are not supported")
+        return _as_tensor(self._join(items))
+
+    def __repr__(self):
+        return f"runtime.{self._name}"
+
+
+FUNCTIONS["r_"] = _Joiner(_api.r_items, "r_")
+FUNCTIONS["c_"] = _Joiner(_api.c_items, "c_")
+
+
 def install(namespace: dict) -> list:
     """Put the functions into `namespace` (the runtime package's), leaving names it already
     has alone; returns the names added. `runtime.linalg` holds the np.linalg ones."""

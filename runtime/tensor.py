@@ -45,6 +45,9 @@ def _scipy_hint() -> str:
         if frame is None:
             break
         mod = frame.f_globals.get("__name__", "")
+        if mod.startswith("numpy.lib") and "index_tricks" in mod:
+            return ("; np.r_[...] and np.c_[...] read Tensors as arrays: use runtime.r_ / "
+                    "runtime.c_")
         if mod == "scipy" or mod.startswith("scipy."):
             sub = mod.split(".")[1] if "." in mod else ""
             part = sub if sub in ("special", "stats", "linalg") else (part or "")

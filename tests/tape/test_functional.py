@@ -226,3 +226,35 @@ def test_runtime_imports_after_scipy_and_keeps_to_numpy_names():
     r = run_python(code)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "exp"
+
+
+def test_r_and_c_on_the_tape_to_second_order():
+    """runtime.r_ / runtime.c_: numpy's index tricks on Tensors (np.r_ itself converts
+    its items to arrays, which a Tensor on the tape refuses, naming these)."""
+    x = np.array([0.5, -1.0, 2.0])
+
+    def f(t):
+        return (rt.r_[t, t * 2, 3.0] ** 3).sum() + (rt.c_[t, t ** 2] ** 2).sum()
+
+    def grad_at(v):
+        t = Tensor(v, requires_grad=True)
+        f(t).backward()
+        return t.grad.numpy()
+
+    def value(v):
+        return float(np.sum(np.r_[v, v * 2, 3.0] ** 3) + np.sum(np.c_[v, v ** 2] ** 2))
+
+    eps = 1e-6
+    fd = np.array([(value(x + eps * e) - value(x - eps * e)) / (2 * eps) for e in np.eye(3)])
+    np.testing.assert_allclose(grad_at(x), fd, rtol=1e-6)
+    t = Tensor(x, requires_grad=True)
+    f(t).backward(create_graph=True)
+    g = t.grad
+    t.grad = None
+    g.sum().backward()
+    fd2 = np.array([(grad_at(x + eps * e) - grad_at(x - eps * e)).sum() / (2 * eps)
+                    for e in np.eye(3)])
+    np.testing.assert_allclose(t.grad.numpy(), fd2, rtol=1e-5)
+    assert rt.c_[1.0, 2.0].shape == (1, 2)
+    with pytest.raises(TypeError, match="runtime.r_"):
+        np.r_[Tensor(x, requires_grad=True), 1.0]
