@@ -192,3 +192,25 @@ def run_python(code: str):
     root = os.path.dirname(tests)
     return subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True,
                           text=True, env={**os.environ, "PYTHONPATH": root + os.pathsep + tests})
+
+
+def check_hessian(fn, args, wrt):
+    """The compiled Hessian of `fn` in each argument of `wrt` against central differences
+    of its compiled gradient (the rules' own derivatives)."""
+    for i in wrt:
+        h = np.asarray(srcgrad.hessian(fn, wrt=i, cache=False)(*args))
+        g = srcgrad.grad(fn, wrt=i, cache=False)
+        n = np.size(args[i])
+        x0 = np.asarray(args[i], dtype=float)
+        num = np.zeros((n, n))
+        for k in range(n):
+            cols = []
+            for step in (1e-5, -1e-5):
+                x = x0.copy().reshape(-1)
+                x[k] += step
+                a = list(args)
+                a[i] = x.reshape(x0.shape)
+                cols.append(np.asarray(g(*a)).reshape(-1))
+            num[:, k] = (cols[0] - cols[1]) / 2e-5
+        np.testing.assert_allclose(h.reshape(n, n), num, rtol=1e-5, atol=1e-6,
+                                   err_msg=f"input {i}")

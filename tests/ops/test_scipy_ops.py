@@ -21,7 +21,7 @@ import scipy.stats as st  # noqa: E402
 
 import srcgrad  # noqa: E402
 import test_ops as T  # noqa: E402
-from compiler_helpers import check_grad, tape_grads  # noqa: E402
+from compiler_helpers import check_grad, check_hessian, tape_grads  # noqa: E402
 from runtime.ops import PRIMITIVES  # noqa: E402
 from runtime.ops.numpy_api import UnsupportedArgument, lookup, public_names  # noqa: E402
 from runtime.tensor import Tensor  # noqa: E402
@@ -334,23 +334,7 @@ def test_stats_second_derivative(method, args, wrt):
     fn = _model(method, len(args))
     ws = wrt if isinstance(wrt, tuple) else (wrt,)
     args = [np.array(a, dtype=float) if isinstance(a, float) else a for a in args]
-    for i in ws:
-        h = np.asarray(srcgrad.hessian(fn, wrt=i, cache=False)(*args))
-        g = srcgrad.grad(fn, wrt=i, cache=False)
-        n = np.size(args[i])
-        x0 = np.asarray(args[i], dtype=float)
-        num = np.zeros((n, n))
-        for k in range(n):
-            cols = []
-            for step in (1e-5, -1e-5):
-                x = x0.copy().reshape(-1)
-                x[k] += step
-                a = list(args)
-                a[i] = x.reshape(x0.shape)
-                cols.append(np.asarray(g(*a)).reshape(-1))
-            num[:, k] = (cols[0] - cols[1]) / 2e-5
-        np.testing.assert_allclose(h.reshape(n, n), num, rtol=1e-5, atol=1e-6,
-                                   err_msg=f"input {i}")
+    check_hessian(fn, args, ws)
 
 
 def test_dirichlet_gradient_in_x():

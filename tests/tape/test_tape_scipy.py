@@ -19,7 +19,7 @@ import pytest
 
 import runtime as rt
 import srcgrad
-from compiler_helpers import check_grad, run_python
+from compiler_helpers import check_grad, check_hessian, run_python
 from runtime import Tensor
 from runtime.ops import scipy_api
 
@@ -344,23 +344,7 @@ def test_frozen_compiled_second_derivative(fn):
     gradient."""
     args, wrt = _frozen_case(fn)
     args = _floats(args, wrt)
-    for i in wrt:
-        h = np.asarray(srcgrad.hessian(fn, wrt=i, cache=False)(*args))
-        g = srcgrad.grad(fn, wrt=i, cache=False)
-        n = np.size(args[i])
-        x0 = np.asarray(args[i], dtype=float)
-        num = np.zeros((n, n))
-        for k in range(n):
-            cols = []
-            for step in (1e-5, -1e-5):
-                x = x0.copy().reshape(-1)
-                x[k] += step
-                a = list(args)
-                a[i] = x.reshape(x0.shape)
-                cols.append(np.asarray(g(*a)).reshape(-1))
-            num[:, k] = (cols[0] - cols[1]) / 2e-5
-        np.testing.assert_allclose(h.reshape(n, n), num, rtol=1e-5, atol=1e-6,
-                                   err_msg=f"input {i}")
+    check_hessian(fn, args, wrt)
 
 
 def frozen_in_a_loop(x, loc):
