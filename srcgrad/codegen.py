@@ -491,7 +491,9 @@ def _python_numbers_pass(eqns, out, maybe, pushed):
 
 
 def _maybe_numbers(e, maybe, pushed) -> list:
-    """The results of `e` that may be Python numbers, given which inputs may be."""
+    """The results of `e` that may be Python numbers, given which inputs may be.
+
+    (Complexity about 27: one case per kind of equation, side by side.)"""
     op = e.prim
     if op is PUSH:
         pushed[e.params.get("tag")] = [maybe(v) for v in e.ins[1:]]
@@ -755,7 +757,10 @@ class _BlockCtx:
     def _absorptions(self, eqns) -> dict:
         """{add index: (scatter_add index, operand position)} for `a + scatter_add(g, idx,
         shape)` where `a` is a fresh array of this function, so the sum can be written as
-        `a[idx] += g` (no zero-filled array, no full-size add)."""
+        `a[idx] += g` (no zero-filled array, no full-size add).
+
+        (Complexity about 27: the conditions under which the rewrite is sound, one
+        after the other.)"""
         from runtime.ops.shapes import is_basic_index
 
         made = {}
@@ -1115,7 +1120,9 @@ def _own_returns(fc):
 
 def _emit_planned(fc, inputs, header, ops, clashes):
     """(ModuleCode, set()) or (None, names the code read that a local or parameter
-    took: the plan must steer clear of them)."""
+    took: the plan must steer clear of them).
+
+    (Complexity about 27: the module's parts in order, each a short step.)"""
     extra = {v.id for v in fc.extra}  # named like locals, not kept like the user's
     params = {v.hint for v in inputs if v.id not in extra}
     mod = _Module(params, clashes, ops)

@@ -271,13 +271,7 @@ class _Reverser:
         lp.at_start = [v for v in lp.carry if v.id in reads]
         if lp.counted and index is not None and index.id in reads:
             lp.at_start.append(index)
-        # x[t] of an array from outside the loop is cheaper to index again than to save
-        carry_ids = {id(c) for c in lp.carry}
-        lp.remat = [q for q in body.eqns
-                    if q.prim is ops.getitem and q.outs and q.outs[0].id in reads and
-                    isinstance(q.ins[0], Var) and q.ins[0].id not in fwd_body and
-                    id(q.ins[0]) not in carry_ids and
-                    (q.ins[1] is index and index is not None and not lp.counted)]
+        lp.remat = _indexed_again(lp, reads, fwd_body)
         remat_ids = {q.outs[0].id for q in lp.remat}
         at_end = [v for vid, v in fwd_body.items() if vid in reads and vid not in remat_ids]
         self._save_shapes(lp, at_end)
@@ -389,6 +383,18 @@ class _Reverser:
                 if isinstance(i, Var) and i.id in self.active:
                     b.hint = "d" + i.hint
                     _add(cts, i, o)
+
+
+def _indexed_again(lp, reads: dict, fwd_body: dict) -> list:
+    """The `x[t]` equations of the loop body (x from outside the loop, t the loop index)
+    whose results the adjoint reads: cheaper to index again than to save."""
+    if lp.index is None or lp.counted:
+        return []
+    carry_ids = {id(c) for c in lp.carry}
+    return [q for q in lp.body.eqns
+            if q.prim is ops.getitem and q.outs and q.outs[0].id in reads and
+            q.ins[1] is lp.index and isinstance(q.ins[0], Var) and
+            q.ins[0].id not in fwd_body and id(q.ins[0]) not in carry_ids]
 
 
 class _LoopParts:

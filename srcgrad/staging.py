@@ -18,7 +18,6 @@ import numpy
 
 from runtime.ops import core as opcore
 from runtime.ops.core import Primitive, call
-from runtime.ops.lists import LIST_APPEND, LIST_FROM
 
 from .guards import Reads
 from .ir import SCALAR, Eqn, Loc, StaticValueNeeded, Var, has_var, set_builder
@@ -155,6 +154,8 @@ class Builder:
         return e
 
     def stage(self, prim: Primitive, args, params):
+        """Fold the call when its inputs are all constants, else append its equation and
+        return its result, a Var labelled with what is known of it."""
         for k, v in params.items():
             if has_var(v):
                 raise StaticValueNeeded(f"the {k}= argument of {prim.name} (it must be a "
@@ -173,18 +174,22 @@ class Builder:
         out = Var(hint, kind=self._kind(prim, args))
         self._classes(prim, args, params, out)
         self.eqns.append(Eqn(prim, args, [out], dict(params), self.loc, self.phase))
+        self._record(prim, args, out)
+        return out
+
+    def _record(self, prim, args, out):
+        """What the new result may share memory with, and whose shape it is."""
         self.made_by[out.id] = prim
         if prim.view:
             for a in args:
                 if isinstance(a, Var) and a.kind == "array":
                     self.link(out, a)
-        if getattr(prim, "view", False) and args and isinstance(args[0], (Var, numpy.ndarray)):
-            self.view_base[out.id] = args[0]
-        if prim is LIST_APPEND or prim is LIST_FROM:
+            if args and isinstance(args[0], (Var, numpy.ndarray)):
+                self.view_base[out.id] = args[0]
+        if prim.kind == "list" and not prim.meta:  # list_from, list_append: items escape
             self.escaped.update(a.id for a in args if isinstance(a, Var))
         if prim.kind == "shape_of" and isinstance(args[0], Var):
             self.shape_source[out.id] = args[0]
-        return out
 
     def index_value(self, idx):
         """An index (tuple or slice) with run-time parts as a Var built by pack/make_slice."""
@@ -280,7 +285,9 @@ def _elementwise_dclass(prim, args, out):
     """The dtype class of an elementwise result. The operands' class only when numpy keeps
     that dtype: a floating dtype with Python scalars (weak, NEP 50), or any dtype for ops
     that keep it with no scalar in the way; `2 * n` for an int array n is an int array but
-    `n / 3` is float64, so claiming n's class would let codegen write `n /= 3`."""
+    `n / 3` is float64, so claiming n's class would let codegen write `n /= 3`.
+
+    (Complexity about 26: numpy's promotion rules, case by case; kept in one place.)"""
     if not prim.differentiable:
         return ("bool",)
     # where's condition (an input with no derivative) gives the result no dtype
