@@ -1,4 +1,4 @@
-"""The functions whose generated code README.md shows (tests/test_readme.py keeps the
+"""The functions whose generated code README.md shows (tests/project/test_readme.py keeps the
 README's listings equal to what srcgrad generates for them)."""
 import numpy as np
 

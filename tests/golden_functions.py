@@ -3,7 +3,7 @@
 Keep this module stable: the generated source quotes its lines (`(golden_functions.py:12)`),
 so an edit here changes every golden file. Regenerate them with
 
-    SRCGRAD_UPDATE_GOLDEN=1 python -m pytest tests/test_golden.py
+    SRCGRAD_UPDATE_GOLDEN=1 python -m pytest tests/compiler/test_golden.py
 """
 import numpy as np
 

@@ -1,4 +1,4 @@
-"""A module of its own for tests/test_guards.py: values the test changes between calls,
+"""A module of its own for tests/compiler/test_guards.py: values the test changes between calls,
 reached as `guarded_helper.NAME` from the test module."""
 import numpy as np
 

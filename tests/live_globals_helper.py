@@ -1,4 +1,4 @@
-"""A module of its own for tests/test_live_globals.py: its functions read its own global
+"""A module of its own for tests/compiler/test_live_globals.py: its functions read its own global
 arrays, `W` among them (a name the test module uses for another array)."""
 import numpy as np
 

@@ -61,7 +61,7 @@ FEATURES = ("lists", "slices", "ints", "mod", "boolops", "alias", "names", "glob
 #: programs unless ProgramWriter(known_bugs=True) or SRCGRAD_PROPS_KNOWN_BUGS=1
 KNOWN_BUGS: dict[str, str] = {
     # "feature:subpattern": "what goes wrong, with a minimal program" (none known now; the
-    # ones the generator found are regression tests in tests/test_generator_findings.py)
+    # ones the generator found are regression tests in tests/compiler/test_generator_findings.py)
 }
 
 #: names the generated code uses (or derives from the user's), for the "names" feature
