@@ -48,6 +48,7 @@ Wrt = Union[int, str, Sequence[Union[int, str]]]
 
 _LIVE: "weakref.WeakSet[CompiledFunction]" = weakref.WeakSet()
 _CUPY_NAME = "cupy"
+_DASK_NAME = "dask.array"  # in sys.modules once the user has dask arrays
 
 
 def _resolve_wrt(fun, wrt, argnums, src=None):
@@ -122,6 +123,9 @@ class CompiledFunction:
 
     kind = "grad"
     __srcgrad_transformed__ = True  # what the lowerer checks: it never inlines one
+    #: with dask arrays among the arguments: compute the results (one dask.compute over all
+    #: of them) instead of returning them lazy; set by grad(..., compute=True)
+    compute = False
 
     def __init__(self, fun: Callable[..., Any], wrt: Wrt = 0, has_aux: bool = False,
                  argnums: Wrt | None = None, cache: bool = True, fuse: bool = True) -> None:
@@ -140,6 +144,7 @@ class CompiledFunction:
         self._impl = None
         self._check = None  # whether what it read at compile time still holds
         self._gpu = None
+        self._dask = None  # the generated function bound to numpy's API on dask
         self._module = None
         self._code = None  # bytecode of the cached module, when the disk cache had it
         self._fused = None
@@ -478,6 +483,33 @@ class CompiledFunction:
             self._gpu = self._bind(cp, self._fused_module() if self.fuse else None)
         return self._gpu
 
+    def _dask_impl(self, args, kwargs):
+        """The function bound to numpy's API on dask arrays (runtime.dask_backend) when a
+        dask array is among the arguments, else None. The generated source is the same:
+        dask arrays stay lazy through it, and a numpy function dask lacks raises an error
+        that names it instead of computing the array in one process."""
+        from runtime import dask_backend
+
+        if not dask_backend.has_dask(args, kwargs):
+            return None
+        impl = self._ready()  # compiled again first if a value it read has changed
+        bound = self._dask
+        if bound is None or bound[0] is not impl:
+            bound = self._dask = (impl, self._bind(dask_backend.NUMPY_ON_DASK))
+        return bound[1]
+
+    def _run(self, impl, args, kwargs):
+        """Call the generated function on these arguments (bound to cupy or dask first
+        when they are cupy or dask arrays)."""
+        if _CUPY_NAME in sys.modules:
+            impl = self._gpu_impl(args, kwargs) or impl
+        if _DASK_NAME in sys.modules:
+            lazy = self._dask_impl(args, kwargs)
+            if lazy is not None:
+                out = lazy(*args, **kwargs)
+                return _dask_computed(out) if self.compute else out
+        return impl(*args, **kwargs)
+
     # -- the public face ---------------------------------------------------------------------
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -486,10 +518,7 @@ class CompiledFunction:
                 return self._call_structured(args, kwargs)
         if kwargs and any(isinstance(a, _CONTAINERS) for a in kwargs.values()):
             return self._call_structured(args, kwargs)
-        impl = self._ready()
-        if _CUPY_NAME in sys.modules:
-            impl = self._gpu_impl(args, kwargs) or impl
-        return impl(*args, **kwargs)
+        return self._run(self._ready(), args, kwargs)
 
     # -- structured arguments (srcgrad.pytree) ----------------------------------------------
 
@@ -497,10 +526,7 @@ class CompiledFunction:
         full = _bind(self.fun, args, kwargs)
         wrt = set(self.wrt_index)
         if not any(_pytree.is_structured(a, i in wrt) for i, a in enumerate(full)):
-            impl = self._ready()
-            if _CUPY_NAME in sys.modules:
-                impl = self._gpu_impl(args, kwargs) or impl
-            return impl(*args, **kwargs)
+            return self._run(self._ready(), args, kwargs)
         if self.kind not in ("grad", "value_and_grad", "vjp") or \
                 isinstance(self, NestedGradFunction):
             raise _structures_refused(self.kind, self.fun)
@@ -523,10 +549,7 @@ class CompiledFunction:
                     entry = self._entry(key)
                     self._entries[key] = entry
         self._last_entry = entry
-        impl = entry._ready()
-        if _CUPY_NAME in sys.modules:
-            impl = entry._gpu_impl(leaves, {}) or impl
-        out = impl(*leaves)
+        out = entry._run(entry._ready(), leaves, {})
         return entry._restore(out) if entry._namedtuples else out
 
     def _entry(self, key):
@@ -535,6 +558,7 @@ class CompiledFunction:
         entry = type(self)(self.fun, wrt=wrt, has_aux=self.has_aux,
                            cache=self.use_disk_cache, fuse=self.fuse)
         entry._tree, entry._parent = key, self
+        entry.compute = self.compute
         entry._namedtuples = any(_pytree.has_namedtuple(key[i]) for i in self.wrt_index)
         return entry
 
@@ -576,7 +600,7 @@ class CompiledFunction:
 
     def clear(self) -> None:
         """Forget the generated code (the next call compiles or loads it again)."""
-        self._impl = self._gpu = self._module = self._fused = self._check = None
+        self._impl = self._gpu = self._dask = self._module = self._fused = self._check = None
         self._source = self._graph = None
         self._entries = {}
         self._last_entry = None
@@ -601,6 +625,7 @@ class CompiledFunction:
                              "wrt='x'")
         new = self._rebound(self.fun.__get__(obj, objtype),
                             tuple(wrt) if self.wrt_tuple else wrt[0])
+        new.compute = self.compute
         try:
             ref = weakref.ref(obj, lambda _, k=id(obj): self._bound.pop(k, None))
         except TypeError:
@@ -697,6 +722,13 @@ def _return_node(src):
         if isinstance(n, ast.Return):
             return n
     return src.tree
+
+
+def _dask_computed(out):
+    """The results with every dask array in them computed, in one pass over the graph."""
+    import dask
+
+    return dask.compute(out)[0]
 
 
 def _store(key, text, meta):
@@ -1538,19 +1570,19 @@ def _alias_argnum(wrt, argnums, argnum):
 
 @overload
 def grad(fun: None = None, *, wrt: Wrt = 0, has_aux: bool = False, argnums: Wrt | None = None,
-         argnum: Wrt | None = None, cache: bool = True, fuse: bool = True
+         argnum: Wrt | None = None, cache: bool = True, fuse: bool = True, compute: bool = False
          ) -> Callable[[Callable[..., Any]], CompiledFunction]: ...
 
 
 @overload
 def grad(fun: Callable[..., Any], *, wrt: Wrt = 0, has_aux: bool = False,
          argnums: Wrt | None = None, argnum: Wrt | None = None, cache: bool = True,
-         fuse: bool = True) -> CompiledFunction: ...
+         fuse: bool = True, compute: bool = False) -> CompiledFunction: ...
 
 
 def grad(fun: Callable[..., Any] | None = None, *, wrt: Wrt = 0, has_aux: bool = False,
          argnums: Wrt | None = None, argnum: Wrt | None = None, cache: bool = True,
-         fuse: bool = True
+         fuse: bool = True, compute: bool = False
          ) -> CompiledFunction | Callable[[Callable[..., Any]], CompiledFunction]:
     """The gradient of `fun`, a function with a scalar output, as generated Python code.
 
@@ -1561,40 +1593,52 @@ def grad(fun: Callable[..., Any] | None = None, *, wrt: Wrt = 0, has_aux: bool =
     `(grads, aux)`. `cache=False` skips the disk cache. `fuse=False` keeps cupy calls
     unfused (one kernel per primitive); numpy calls never fuse. `grad` of `grad(f)` nests
     (a `NestedGradFunction`).
+
+    Called with dask arrays among the arguments, the same generated code runs on them
+    lazily and returns dask arrays; `compute=True` returns them computed instead (one
+    `dask.compute` over all the results).
     """
     argnums = _alias_argnum(wrt, argnums, argnum)
     if fun is None:
         return functools.partial(grad, wrt=wrt, has_aux=has_aux, argnums=argnums, cache=cache,
-                                 fuse=fuse)
+                                 fuse=fuse, compute=compute)
     if isinstance(fun, CompiledFunction):
-        return NestedGradFunction(fun, wrt, has_aux, argnums, cache)
-    return GradFunction(fun, wrt, has_aux, argnums, cache, fuse)
+        return _computing(NestedGradFunction(fun, wrt, has_aux, argnums, cache), compute)
+    return _computing(GradFunction(fun, wrt, has_aux, argnums, cache, fuse), compute)
 
 
 @overload
 def value_and_grad(fun: None = None, *, wrt: Wrt = 0, has_aux: bool = False,
                    argnums: Wrt | None = None, argnum: Wrt | None = None, cache: bool = True,
-                   fuse: bool = True) -> Callable[[Callable[..., Any]], ValueAndGradFunction]:
+                   fuse: bool = True, compute: bool = False
+                   ) -> Callable[[Callable[..., Any]], ValueAndGradFunction]:
     ...
 
 
 @overload
 def value_and_grad(fun: Callable[..., Any], *, wrt: Wrt = 0, has_aux: bool = False,
                    argnums: Wrt | None = None, argnum: Wrt | None = None, cache: bool = True,
-                   fuse: bool = True) -> ValueAndGradFunction: ...
+                   fuse: bool = True, compute: bool = False) -> ValueAndGradFunction: ...
 
 
 def value_and_grad(fun: Callable[..., Any] | None = None, *, wrt: Wrt = 0,
                    has_aux: bool = False, argnums: Wrt | None = None,
-                   argnum: Wrt | None = None, cache: bool = True, fuse: bool = True
+                   argnum: Wrt | None = None, cache: bool = True, fuse: bool = True,
+                   compute: bool = False
                    ) -> ValueAndGradFunction | Callable[[Callable[..., Any]],
                                                         ValueAndGradFunction]:
-    """Like `grad`, but returns `(value, grads)`; fits `scipy.optimize.minimize(jac=True)`."""
+    """Like `grad`, but returns `(value, grads)`; fits `scipy.optimize.minimize(jac=True)`
+    (with dask arrays among the arguments, pass `compute=True` there)."""
     argnums = _alias_argnum(wrt, argnums, argnum)
     if fun is None:
         return functools.partial(value_and_grad, wrt=wrt, has_aux=has_aux, argnums=argnums,
-                                 cache=cache, fuse=fuse)
-    return ValueAndGradFunction(fun, wrt, has_aux, argnums, cache, fuse)
+                                 cache=cache, fuse=fuse, compute=compute)
+    return _computing(ValueAndGradFunction(fun, wrt, has_aux, argnums, cache, fuse), compute)
+
+
+def _computing(f: CompiledFunction, compute: bool) -> CompiledFunction:
+    f.compute = bool(compute)
+    return f
 
 
 @functools.lru_cache(maxsize=None)

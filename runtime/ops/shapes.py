@@ -12,6 +12,8 @@ import builtins
 import numpy
 
 from ..backend import get_xp
+from ..backend import scatter_add as backend_scatter_add
+from ..backend import writable_copy
 from .core import call, defop, fmt
 
 __all__ = [
@@ -208,12 +210,8 @@ def _scatter_add(v, idx, newshape):
     z = xp.zeros(newshape, dtype=getattr(v, "dtype", numpy.float64))
     if is_basic_index(idx):
         z[idx] = v  # no repeats possible: plain assignment is exact and fast
-    elif xp is numpy:
-        numpy.add.at(z, idx, v)
     else:
-        import cupyx
-
-        cupyx.scatter_add(z, idx, v)
+        backend_scatter_add(z, idx, v)
     return z
 
 
@@ -251,9 +249,7 @@ def _setitem(x, idx, v):
                         "truncates them, which srcgrad cannot differentiate; make the array "
                         "floating (np.zeros(n) is float64) or cast the value first "
                         "(v.astype(int), which has no gradient)")
-    xp = get_xp(x)
-    # a cotangent may be a numpy scalar (sum_to passes one through): make it an array
-    r = x.copy() if isinstance(x, xp.ndarray) else xp.array(x)
+    r = writable_copy(x, v)
     r[idx] = v
     return r
 
@@ -515,12 +511,7 @@ def _repeat_grad(g, newshape, repeats, axis):
     else:
         owner = numpy.repeat(numpy.arange(n), numpy.broadcast_to(numpy.asarray(repeats), (n,)))
         r = xp.zeros((n,) + gm.shape[1:], dtype=gm.dtype)
-        if xp is numpy:
-            numpy.add.at(r, owner, gm)
-        else:
-            import cupyx
-
-            cupyx.scatter_add(r, xp.asarray(owner), gm)
+        backend_scatter_add(r, owner if xp is numpy else xp.asarray(owner), gm)
     return xp.moveaxis(r, 0, ax)
 
 

@@ -11,11 +11,11 @@ from paths import ROOT  # noqa: E402  (tests/paths.py)
 EXAMPLES = os.path.join(ROOT, "examples")
 
 
-def run_example(name: str) -> str:
+def run_example(name: str, *argv: str) -> str:
     env = dict(os.environ)
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
     env["MPLBACKEND"] = "Agg"
-    proc = subprocess.run([sys.executable, os.path.join(EXAMPLES, name)], cwd=ROOT, env=env,
+    proc = subprocess.run([sys.executable, os.path.join(EXAMPLES, name), *argv], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
@@ -76,3 +76,15 @@ def test_readme_examples_prints_what_the_readme_says_it_computes():
                             re.M).group(1))
     assert after < 0.5 * before
     assert "evaluating at [1. 2.]" in out  # the verbatim print ran
+
+
+def test_dask_cluster_example_fits_the_model_on_a_cluster():
+    if importlib.util.find_spec("distributed") is None:
+        import pytest
+
+        pytest.skip("needs the dask extra")
+    out = run_example("dask_cluster.py", "--rows", "300000", "--iterations", "8")
+    assert re.search(r"^2 workers, 256 MiB each; data 300,000 x 20 float64", out, re.M)
+    err = float(re.search(r"\|w - w_true\| / \|w_true\| = ([0-9.]+)", out).group(1))
+    assert err < 0.05  # the fit recovers the weights the labels were drawn with
+    assert re.search(r"^gradient calls: \d+; time per gradient: first \d+ ms", out, re.M)
