@@ -36,10 +36,10 @@ def _make_slice(start, stop, step):
     return slice(start, stop, step)
 
 
-PACK = Primitive("pack", _pack, meta=True, spell=lambda i, p, d: (
+PACK = Primitive("pack", _pack, meta=True, inline=True, spell=lambda i, p, d: (
     f"({i[0]},)" if len(i) == 1 else f"({', '.join(i)})"))
-MAKE_SLICE = Primitive("make_slice", _make_slice, meta=True, spell=call("slice"))
-LEN = Primitive("len", len, meta=True, zero_grad=True, spell=call("len"))
+MAKE_SLICE = Primitive("make_slice", _make_slice, meta=True, spell=call("slice"), inline=True)
+LEN = Primitive("len", len, meta=True, zero_grad=True, spell=call("len"), inline=True)
 INT = Primitive("int", int, meta=True, spell=call("int"))
 CHECK_SCALAR = Primitive("check_scalar", None, meta=True, spell=call("check_scalar"))
 IS_NONE = Primitive("is_none", lambda v, negate=False: (v is None) != negate,

@@ -121,12 +121,14 @@ def vjp_power_y(g, out, x, y):
     return multiply(g, where(zero, 0.0, multiply(out, log(where(zero, 1.0, x)))))
 
 
-add = _binary("add", vjp_add, vjp_add, spell=fmt("{0} + {1}"), reads_inputs=False, dtype="same")
+add = _binary("add", vjp_add, vjp_add, spell=fmt("{0} + {1}"), reads_inputs=False, dtype="same",
+              inplace_op="+")
 subtract = _binary("subtract", vjp_add, vjp_subtract_y, spell=fmt("{0} - {1}"),
-                   reads_inputs=False, dtype="same")
-multiply = _binary("multiply", vjp_multiply_x, vjp_multiply_y, spell=fmt("{0} * {1}"), dtype="same")
+                   reads_inputs=False, dtype="same", inplace_op="-")
+multiply = _binary("multiply", vjp_multiply_x, vjp_multiply_y, spell=fmt("{0} * {1}"), dtype="same",
+                   inplace_op="*")
 divide = _binary("divide", vjp_divide_x, vjp_divide_y, np_name="true_divide",
-                 spell=fmt("{0} / {1}"), reads_out=True, dtype="float")
+                 spell=fmt("{0} / {1}"), reads_out=True, dtype="float", inplace_op="/")
 power = _binary("power", vjp_power_x, vjp_power_y, spell=fmt("{0} ** {1}"), reads_out=True,
                 convention="d/dx at y == 0 is 0; d/dy at x == 0 is 0")
 negative = _unary("negative", vjp_negative, reads_inputs=False, dtype="same")
@@ -324,7 +326,8 @@ maximum = _binary("maximum", vjp_maximum_x, vjp_maximum_y,
 minimum = _binary("minimum", vjp_maximum_y, vjp_maximum_x,
                   convention="ties split the gradient 0.5 / 0.5", dtype="same")
 where = defop("where", _ufunc("where"), None, vjp_where_x, vjp_where_y, nondiff=(0,),
-              broadcasts=True, elementwise=True, spell=call("np.where"), dtype="same")
+              broadcasts=True, elementwise=True, spell=call("np.where"), dtype="same",
+              updatable=False)
 clip = defop("clip", _clip, vjp_clip_x, vjp_clip_lo, vjp_clip_hi, broadcasts=True,
              elementwise=True, spell=call("np.clip"),
              convention="on a bound the gradient goes to x", dtype="same")
