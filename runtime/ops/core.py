@@ -66,7 +66,7 @@ class Primitive:
         "convention", "variadic", "jvp", "custom", "zero_grad", "pure", "view", "creator",
         "structured", "kind", "dtype", "shape_arg", "shape_like", "shape_key", "on_meta",
         "fresh", "readonly", "cuda", "cuda_when", "py_spell", "subscript",
-        "positional_dtype", "inplace_op", "adds_at", "updatable", "inline",
+        "positional_dtype", "inplace_op", "adds_at", "updatable", "inline", "shape_rule",
     )
     _reserves_name = True  # see RESERVED_NAMES
 
@@ -128,7 +128,8 @@ class Primitive:
             RESERVED_NAMES.add(name)
 
     def _stage_facts(self, *, kind=None, dtype=None, shape_arg=None, shape_like=None,
-                     shape_key=None, on_meta=None, fresh=None, readonly=False, **writing):
+                     shape_key=None, shape_rule=None, on_meta=None, fresh=None, readonly=False,
+                     **writing):
         """The facts the compiler's stages read instead of comparing op names."""
         #: what the op does to its operands: "elementwise", "reduction" (over `axis`),
         #: "movement" (moves or selects elements), "bilinear" (matmul, dot... and their
@@ -148,6 +149,9 @@ class Primitive:
         #: `shape_key(index)`: a key equal for indices that give one shape from any array
         #: (getitem), or None when not sure
         self.shape_key = shape_key
+        #: `shape_rule(args, params) -> shape or None`: the output's shape where neither
+        #: the kind nor shape_arg / shape_like tells it (np.zeros(shape)); see `out_shape`
+        self.shape_rule = shape_rule
         #: applied to meta values only (ints, shape tuples), the result is a meta value
         self.on_meta = self.elementwise if on_meta is None else on_meta
         #: declared: the output is new memory the op allocated, or a value that holds none
@@ -225,8 +229,28 @@ class Primitive:
             return True
         return self.differentiable and self.rule(i) is not None
 
+    def out_shape(self, args: Sequence[Any], params: Optional[dict] = None):
+        """The output's shape from what is known of the operands, or None when that
+        cannot be told: each of `args` is the operand's value, a `shape_rules.Shaped`
+        (an array of known shape) or `shape_rules.UNKNOWN`. Raises
+        `shape_rules.ShapeMismatch` where the shapes cannot go together (see
+        runtime.ops.shape_rules)."""
+        from .shape_rules import out_shape
+
+        return out_shape(self, args, params)
+
     def __repr__(self):
         return f"<primitive {self.name}>"
+
+
+def takes_operands(impl: Callable, n: int) -> Callable:
+    """Give `impl` (written over `*args`) the signature of a function of `n` positional
+    operands, so that its signature says how many it takes (the IR checker reads it)."""
+    import inspect
+
+    impl.__signature__ = inspect.Signature(
+        [inspect.Parameter(f"x{i + 1}", inspect.Parameter.POSITIONAL_ONLY) for i in range(n)])
+    return impl
 
 
 def defop(name: str, impl: Callable, *vjps: Optional[Callable], **kw) -> Primitive:

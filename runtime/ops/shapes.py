@@ -13,6 +13,7 @@ import numpy
 
 from ..backend import get_xp
 from .core import call, defop, fmt
+from .shape_rules import arange_shape, creator_shape, eye_shape
 
 __all__ = [
     "shape", "ndim", "reshape", "transpose", "swapaxes", "moveaxis", "expand_dims", "squeeze",
@@ -389,11 +390,11 @@ def _creator(name, **facts):
 
 # numpy's signatures: zeros(shape, dtype=float), full(shape, fill_value, dtype=None),
 # eye(N, M=None, k=0, dtype=float)
-zeros = _creator("zeros", positional_dtype=(1, "float"))
-ones = _creator("ones", positional_dtype=(1, "float"))
-full = _creator("full", positional_dtype=(2, ("like", 1)))
-eye = _creator("eye", positional_dtype=(3, "float"))
-arange = _creator("arange")
+zeros = _creator("zeros", positional_dtype=(1, "float"), shape_rule=creator_shape)
+ones = _creator("ones", positional_dtype=(1, "float"), shape_rule=creator_shape)
+full = _creator("full", positional_dtype=(2, ("like", 1)), shape_rule=creator_shape)
+eye = _creator("eye", positional_dtype=(3, "float"), shape_rule=eye_shape)
+arange = _creator("arange", shape_rule=arange_shape)
 
 
 # ---- devices ---------------------------------------------------------------------------------
