@@ -19,6 +19,8 @@ from typing import Any, Optional, Sequence
 
 import numpy
 
+from .core import set_stager
+
 __all__ = ["Shaped", "UNKNOWN", "ShapeMismatch", "out_shape", "shape_of", "creator_shape",
            "eye_shape", "arange_shape"]
 
@@ -155,20 +157,29 @@ def _evaluated(prim, args, params) -> Optional[tuple]:
     if size > _EVAL_LIMIT:
         return None
     shapes = set()
-    for fill in (0, 1):
-        operands = [numpy.broadcast_to(numpy.full((), fill, a.dtype), a.shape)
-                    if isinstance(a, Shaped) else a for a in args]
-        try:
-            with numpy.errstate(all="ignore"):
-                r = prim.impl(*operands, **params)
-        except Exception:  # the op refuses these operands: nothing is told
-            return None
-        s = numpy.shape(r) if isinstance(r, (numpy.ndarray, numpy.generic, int, float,
-                                             complex, bool)) else None
-        if s is None:
-            return None
-        shapes.add(tuple(s))
-    return shapes.pop() if len(shapes) == 1 else None
+    # an implementation that calls other primitives must not stage them into a graph
+    # this thread is compiling
+    prev = set_stager(None)
+    try:
+        for fill in (0, 1):
+            shapes.add(_run_on(prim, args, params, fill))
+    finally:
+        set_stager(prev)
+    return shapes.pop() if len(shapes) == 1 and None not in shapes else None
+
+
+def _run_on(prim, args, params, fill) -> Optional[tuple]:
+    """The shape of `prim.impl` on the operands, each `Shaped` one all `fill`."""
+    operands = [numpy.broadcast_to(numpy.full((), fill, a.dtype), a.shape)
+                if isinstance(a, Shaped) else a for a in args]
+    try:
+        with numpy.errstate(all="ignore"):
+            r = prim.impl(*operands, **params)
+    except Exception:  # the op refuses these operands: nothing is told
+        return None
+    if not isinstance(r, (numpy.ndarray, numpy.generic, int, float, complex, bool)):
+        return None
+    return tuple(numpy.shape(r))
 
 
 # ---- the creators' own rules (declared as `shape_rule` where they are defined) -----------
