@@ -740,7 +740,9 @@ def _copy_stacks(eqns):
 
     from .ir import Eqn
 
-    copy = Primitive("copy_list", list, meta=True, spell=lambda i, p, d: f"list({i[0]})")
+    # a stack is a run-time list of saved values, neither meta nor an array
+    copy = Primitive("copy_list", list, differentiable=False, zero_grad=False, kind="stack",
+                     fresh=True, spell=lambda i, p, d: f"list({i[0]})")
 
     def inner(block_eqns):
         out = []

@@ -36,7 +36,7 @@ from runtime.ops.lists import LIST_APPEND, LIST_GET
 
 from .fresh import fresh_returns
 from .fusion import FUSED
-from .ir import COND, FOR, NEWSTACK, POP, PUSH, PYTHON, WHILE, Eqn, Var, iter_vars
+from .ir import COND, FOR, NEWSTACK, POP, PUSH, PYTHON, WHILE, Eqn, Graph, Var, checked, iter_vars
 from .staging import MAKE_SLICE, PACK
 
 __all__ = ["FunctionCode", "ModuleCode", "emit_module", "index_source"]
@@ -1112,6 +1112,7 @@ def _own_returns(fc):
     for f in _functions(fc):
         if f.owned:
             f.eqns, f.returns = fresh_returns(f.eqns, f.returns, f.primal)
+            checked(Graph([], f.eqns, [f.returns]), "fresh returns")
 
 
 def _emit_planned(fc, inputs, header, ops, clashes):

@@ -134,7 +134,8 @@ class Primitive:
         #: what the op does to its operands: "elementwise", "reduction" (over `axis`),
         #: "movement" (moves or selects elements), "bilinear" (matmul, dot... and their
         #: cotangent ops), "creator", "shape_of" (its value is its operand's shape),
-        #: "list" (a run-time Python list, runtime.ops.lists), "meta" or "other"
+        #: "list" (a run-time Python list, runtime.ops.lists), "stack" (a copy of one of
+        #: the reverse pass's stacks of saved values), "meta" or "other"
         self.kind = kind or ("elementwise" if self.elementwise else "creator" if self.creator
                              else "meta" if self.meta else "other")
         #: the output's dtype from its array operands' (when those agree): "same" (theirs),
