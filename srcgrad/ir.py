@@ -475,7 +475,7 @@ def _check_types(eqns, shapes: "_ShapeCheck"):
         p = e.prim
         if not isinstance(p, Primitive):
             raise IRError(f"not a primitive: {p!r} in {e.lines()[0]}")
-        where = e.lines()[0]
+        where = _Where(e)
         for o in e.outs:
             if o.kind not in _VAR_KINDS:
                 raise IRError(f"{o!r} has kind {o.kind!r}: {where}")
@@ -491,6 +491,18 @@ def _check_types(eqns, shapes: "_ShapeCheck"):
                 shapes.check(e, where)
         for b in e.blocks():
             _check_types(b.eqns, shapes)
+
+
+class _Where:
+    """An equation's first line, written only when an error message needs it."""
+
+    __slots__ = ("e",)
+
+    def __init__(self, e: "Eqn"):
+        self.e = e
+
+    def __str__(self):
+        return self.e.lines()[0]
 
 
 def _check_kind(e: "Eqn", where: str):
