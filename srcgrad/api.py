@@ -629,8 +629,6 @@ def _structures_refused(kind, fun):
                      "Pass arrays, or flatten the structure into separate arguments")
 
 
-_WHAT = {"pack": "a tuple or index built from it", "make_slice": "a slice bound computed from it",
-         "int": "int() of it", "getitem": "indexing with it"}
 
 
 def check_sound(eqns, outputs, wrt):
@@ -647,7 +645,7 @@ def check_sound(eqns, outputs, wrt):
     e, i = bad[0]
     if e.prim is PYTHON:
         raise _verbatim.unsound_error(e, i)
-    what = _WHAT.get(e.prim.name, f"the operation {e.prim.name!r} (input {i})")
+    what = e.prim.use_text or f"the operation {e.prim.name!r} (input {i})"
     msg = (f"{what} has no derivative, but the value depends on a differentiated argument "
            "and reaches the output: srcgrad refuses rather than return a wrong gradient. If "
            "its derivative is meant to be zero, wrap the value in srcgrad.stop_gradient(...)")

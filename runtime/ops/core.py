@@ -67,6 +67,7 @@ class Primitive:
         "structured", "kind", "dtype", "shape_arg", "shape_like", "shape_key", "on_meta",
         "fresh", "readonly", "cuda", "cuda_when", "py_spell", "subscript",
         "positional_dtype", "inplace_op", "adds_at", "updatable", "inline", "shape_rule",
+        "use_text",
     )
     _reserves_name = True  # see RESERVED_NAMES
 
@@ -129,7 +130,7 @@ class Primitive:
 
     def _stage_facts(self, *, kind=None, dtype=None, shape_arg=None, shape_like=None,
                      shape_key=None, shape_rule=None, on_meta=None, fresh=None, readonly=False,
-                     **writing):
+                     use_text=None, **writing):
         """The facts the compiler's stages read instead of comparing op names."""
         #: what the op does to its operands: "elementwise", "reduction" (over `axis`),
         #: "movement" (moves or selects elements), "bilinear" (matmul, dot... and their
@@ -162,6 +163,9 @@ class Primitive:
                       if fresh is None else fresh)
         #: declared: the output is a view that cannot be written (np.broadcast_to's)
         self.readonly = readonly
+        #: how an error names what the op does with a value that has no derivative there
+        #: ("indexing with it"), or None: "the operation 'name' (input i)"
+        self.use_text = use_text
         self._writing_facts(**writing)
 
     def _writing_facts(self, *, py_spell=None, subscript=False, positional_dtype=None,

@@ -341,7 +341,7 @@ flip = defop("flip", _xp_fn("flip"), vjp_flip, view=True, reads_inputs=False, sp
              defaults=dict(axis=None), kind="movement", dtype="same")
 getitem = defop("getitem", _getitem, vjp_getitem, nondiff=(1,), view=True, reads_inputs=False,
                 spell=fmt("{0}[{1}]"), kind="movement", dtype="same", shape_key=slice_shape_key, on_meta=True,
-                subscript=True)
+                subscript=True, use_text="indexing with it")
 scatter_add = defop("scatter_add", _scatter_add, vjp_scatter_add, nondiff=(1, 2),
                     reads_inputs=False, spell=call("scatter_add"),
                     doc="zeros of `newshape` with `v` added at `idx` (repeats accumulate)", dtype="same", shape_arg=2, fresh=True,
