@@ -654,8 +654,6 @@ def _structures_refused(kind, fun):
                      "Pass arrays, or flatten the structure into separate arguments")
 
 
-_WHAT = {"pack": "a tuple or index built from it", "make_slice": "a slice bound computed from it",
-         "int": "int() of it", "getitem": "indexing with it"}
 
 
 def check_sound(eqns, outputs, wrt):
@@ -672,7 +670,7 @@ def check_sound(eqns, outputs, wrt):
     e, i = bad[0]
     if e.prim is PYTHON:
         raise _verbatim.unsound_error(e, i)
-    what = _WHAT.get(e.prim.name, f"the operation {e.prim.name!r} (input {i})")
+    what = e.prim.use_text or f"the operation {e.prim.name!r} (input {i})"
     msg = (f"{what} has no derivative, but the value depends on a differentiated argument "
            "and reaches the output: srcgrad refuses rather than return a wrong gradient. If "
            "its derivative is meant to be zero, wrap the value in srcgrad.stop_gradient(...)")
@@ -772,7 +770,9 @@ def _copy_stacks(eqns):
 
     from .ir import Eqn
 
-    copy = Primitive("copy_list", list, meta=True, spell=lambda i, p, d: f"list({i[0]})")
+    # a stack is a run-time list of saved values, neither meta nor an array
+    copy = Primitive("copy_list", list, differentiable=False, zero_grad=False, kind="stack",
+                     fresh=True, spell=lambda i, p, d: f"list({i[0]})")
 
     def inner(block_eqns):
         out = []

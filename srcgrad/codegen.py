@@ -36,18 +36,16 @@ from runtime.ops.lists import LIST_APPEND, LIST_GET
 
 from .fresh import fresh_returns
 from .fusion import FUSED
-from .ir import COND, FOR, NEWSTACK, POP, PUSH, PYTHON, WHILE, Eqn, Var, iter_vars
+from .ir import COND, FOR, NEWSTACK, POP, PUSH, PYTHON, WHILE, Eqn, Graph, Var, checked, iter_vars
 from .staging import MAKE_SLICE, PACK
 
 __all__ = ["FunctionCode", "ModuleCode", "emit_module", "index_source"]
 
-_INLINE = {"shape", "ndim", "pack", "make_slice", "len", "reduced_size"}
 _ident = re.compile(r"[^0-9a-zA-Z_]")
 _KEYWORDS = set(keyword.kwlist)
 # builtins the emitted code is known to call; a local never takes one of these names (one
 # it calls that is not listed here is found when the module is checked, see emit_module)
 _BUILTINS = {"range", "reversed", "list", "len", "int", "float", "slice", "type"}
-_INPLACE = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/"}
 # a bare name the code calls or reads an attribute of (`np.sin(`, `sum_to(`), outside quotes
 _READ = re.compile(r"""('[^']*'|"[^"]*")|(?<![\w.])([A-Za-z_]\w*)(?=\s*[.(])""")
 _HOLE = "\x00{}\x00"  # an operand's place in a spelling, filled after renaming
@@ -284,22 +282,20 @@ class _Emitter:
 
     def expr(self, e: Eqn, uses) -> str:
         p = e.prim
-        if p.kind == "shape_of" and isinstance(e.ins[0], Var) and e.ins[0].id in self.maybe_py:
-            # may be a Python number at run time
-            return f"{self.mod.g('np')}.shape({self.src(e.ins[0])})"
-        if p.name == "reduced_size" and isinstance(e.ins[0], Var) and \
-                e.ins[0].id in self.maybe_py and e.params.get("axis") is None:
-            return f"{self.mod.g('np')}.size({self.src(e.ins[0])})"
-        if p.name == "getitem":
+        if p.subscript:
             x, idx = e.ins
             return f"{self.src(x)}[{self.index_src(idx) or '()'}]"  # x[()]: a 0-d item
-        return self.spell(p, [self.src(a) for a in e.ins], e.params)
+        ins = [self.src(a) for a in e.ins]
+        if p.py_spell is not None and isinstance(e.ins[0], Var) and \
+                e.ins[0].id in self.maybe_py:  # may be a Python number at run time
+            return self.spell(p, ins, e.params, p.py_spell)
+        return self.spell(p, ins, e.params)
 
-    def spell(self, p, ins, params) -> str:
-        """`p`'s spelling over operand texts: the names the spelling itself reads (`np`, a
-        helper, a builtin) are renamed before the operands are put in."""
+    def spell(self, p, ins, params, spelling=None) -> str:
+        """`p`'s spelling (or `spelling`) over operand texts: the names the spelling itself
+        reads (`np`, a helper, a builtin) are renamed before the operands are put in."""
         holes = [_HOLE.format(k) for k in range(len(ins))]
-        text = self.mod.fixed(p.spell(holes, params, p.defaults))
+        text = self.mod.fixed((spelling or p.spell)(holes, params, p.defaults))
         for hole, operand in zip(holes, ins):
             text = text.replace(hole, operand)
         return text
@@ -551,7 +547,7 @@ def _floating_result(e, floating) -> bool:
     ("like", i) when input i is, "same"/"same_if_float" (sums, products, views, matmul...)
     and differentiable elementwise ops when a data operand is; any other op's result may be
     an integer or bool array."""
-    p, name = e.prim, e.prim.name
+    p = e.prim
     if p.dtype == "float":
         return True
     if isinstance(p.dtype, tuple):  # ("like", i): cast_like
@@ -561,10 +557,12 @@ def _floating_result(e, floating) -> bool:
             return numpy.dtype(e.params["dtype"]).kind in "fc"
         except TypeError:
             return False
-    if name in ("zeros", "ones", "eye"):  # float64 unless a dtype is passed by position
-        return len(e.ins) == 1
-    if name == "full":
-        return len(e.ins) == 2 and _inexact(e.ins[1], floating)
+    if p.positional_dtype is not None:  # np.zeros(shape): float64, np.full: the fill's
+        at, default = p.positional_dtype
+        if len(e.ins) > at:  # a dtype passed by position
+            return False
+        return default == "float" or (len(e.ins) > default[1] and
+                                      _inexact(e.ins[default[1]], floating))
     if not (p.dtype in ("same", "same_if_float") or p.elementwise and p.differentiable):
         return False
     data = [a for i, a in enumerate(e.ins) if e.prim.is_diff_input(i) or not
@@ -654,7 +652,7 @@ class _BlockCtx:
                 _STATEMENTS[e.prim](self, e, ind, lines)
             elif top and self.fc.free and self._in_place(e, i, last_use, eqns):
                 a = e.ins[0]
-                op = _INPLACE[e.prim.name]
+                op = e.prim.inplace_op
                 self.namer.names[o.id] = self.namer.names[a.id]
                 lines.append(ind + _norm(f"{self.namer.names[a.id]} {op}= {em.src(e.ins[1])}"))
             else:
@@ -759,7 +757,7 @@ class _BlockCtx:
         shape)` where `a` is a fresh array of this function, so the sum can be written as
         `a[idx] += g` (no zero-filled array, no full-size add).
 
-        (Complexity about 27: the conditions under which the rewrite is sound, one
+        (Complexity about 25: the conditions under which the rewrite is sound, one
         after the other.)"""
         from runtime.ops.shapes import is_basic_index
 
@@ -770,7 +768,7 @@ class _BlockCtx:
         out = {}
         used = set()
         for j, e in enumerate(eqns):
-            if e.prim.name != "add" or not all(isinstance(a, Var) for a in e.ins):
+            if e.prim.inplace_op != "+" or not all(isinstance(a, Var) for a in e.ins):
                 continue
             for k in (1, 0):
                 b, a = e.ins[k], e.ins[1 - k]
@@ -778,16 +776,16 @@ class _BlockCtx:
                 if i is None or i in used or self.uses.get(b.id) != 1:
                     continue
                 q = eqns[i]
-                if q.prim.name != "scatter_add" or isinstance(q.ins[1], Var) or \
-                        not is_basic_index(q.ins[1]) or _valid_on_0d(q.ins[1]):
+                at = q.prim.adds_at
+                if at is None or isinstance(q.ins[at], Var) or \
+                        not is_basic_index(q.ins[at]) or _valid_on_0d(q.ins[at]):
                     continue  # (`a` may be a numpy scalar, which has no items to update)
                 ia = made.get(a.id)
                 if ia is None or a.id in self.inputs or a.id in self.returned or \
                         a.id in self.fc.keep:
                     continue
                 src = eqns[ia].prim
-                if not (src.name == "scatter_add" or (src.elementwise and src.differentiable
-                                                      and src.name != "where")):
+                if src.adds_at is None and not src.updatable:
                     continue
                 if a.sclass != e.outs[0].sclass or not self._keeps_dtype(a, q.ins[0]) or \
                         a.id in self.em.maybe_py or not self._only_fresh_readers(a, eqns, j):
@@ -804,7 +802,7 @@ class _BlockCtx:
         o = e.outs[0]
         name = self.namer.names.get(a.id)
         if name is not None and last_use.get(a.id) == j and self._owns(a, j, last_use):
-            g, idx = q.ins[0], q.ins[1]
+            g, idx = q.ins[0], q.ins[q.prim.adds_at]
             self.namer.names[o.id] = name
             lines.append(ind + _norm(f"{name}[{self.em.index_src(idx)}] += {self.em.src(g)}"))
         else:
@@ -827,7 +825,7 @@ class _BlockCtx:
     def _in_place(self, e, i, last_use, eqns) -> bool:
         """`a = a + b` may update `a` in place: `a` is a fresh array this function made
         (an elementwise result), dead after this use, of the result's shape and dtype."""
-        if e.prim.name not in _INPLACE or not isinstance(e.ins[0], Var):
+        if e.prim.inplace_op is None or not isinstance(e.ins[0], Var):
             return False
         a, o = e.ins[0], e.outs[0]
         if last_use.get(a.id) != i or a.id in self.returned or a.id in self.inputs or \
@@ -839,8 +837,7 @@ class _BlockCtx:
         if isinstance(e.ins[1], Var) and e.ins[1] is a:
             return False
         made = self.made.get(a.id)
-        if made is None or not made.prim.elementwise or not made.prim.differentiable or \
-                made.prim.name in ("where",) or a.id in self.em.maybe_py:
+        if made is None or not made.prim.updatable or a.id in self.em.maybe_py:
             return False
         return self._owns(a, i, last_use) and self._only_fresh_readers(a, eqns, i)
 
@@ -862,7 +859,7 @@ class _BlockCtx:
 
     def _inlinable(self, e) -> bool:
         """A cheap meta value (x.shape, a tuple index...) used once: written where used."""
-        if e.prim.name not in _INLINE or not e.outs:
+        if not e.prim.inline or not e.outs:
             return False
         o = e.outs[0]
         return self.uses.get(o.id, 0) <= 1 and o.id not in self.returned and not any(
@@ -984,8 +981,7 @@ _STATEMENTS = {
 def _only_index_use(v, eqns) -> bool:
     for e in eqns:
         for i, a in enumerate(e.ins):
-            if a is v and not (e.prim.name in ("getitem",) and i == 1) and \
-                    e.prim.name not in ("pack",):
+            if a is v and not (e.prim.subscript and i == 1) and e.prim is not PACK:
                 return False
         for b in e.blocks():
             if not _only_index_use(v, b.eqns) or any(o is v for o in b.outs):
@@ -1116,6 +1112,7 @@ def _own_returns(fc):
     for f in _functions(fc):
         if f.owned:
             f.eqns, f.returns = fresh_returns(f.eqns, f.returns, f.primal)
+            checked(Graph([], f.eqns, [f.returns]), "fresh returns")
 
 
 def _emit_planned(fc, inputs, header, ops, clashes):

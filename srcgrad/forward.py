@@ -17,7 +17,8 @@ from runtime import ops
 from runtime.ops import apply_jvp
 from runtime.ops.lists import LIST_ZEROS
 
-from .ir import COND, FOR, NEWSTACK, POP, PUSH, WHILE, Block, Eqn, Graph, Var, located_error
+from .ir import (COND, FOR, NEWSTACK, POP, PUSH, WHILE, Block, Eqn, Graph, Var, checked,
+                 located_error)
 from .staging import Builder, staging
 
 __all__ = ["jvp_graph"]
@@ -187,4 +188,5 @@ def jvp_graph(graph: Graph, tangents: dict, builder: Builder | None = None):
     tan = dict(tangents)
     with staging(b):
         _Forward(b).block(graph.eqns, tan)
+    checked(Graph(graph.inputs, b.eqns, []), "forward")
     return b, tan

@@ -12,8 +12,11 @@ the emitted code stays shape-polymorphic.
 """
 from __future__ import annotations
 
+import functools
+import inspect
 import itertools
 import linecache
+import numbers
 import os
 import threading
 from dataclasses import dataclass, field
@@ -436,11 +439,13 @@ class Graph:
 
     def check_types(self) -> "Graph":
         """Verify what each equation's primitive declares (runtime.ops.core.Primitive):
-        one output for an op (control flow and statements may have any number), results
-        of the kind the op makes (a list op makes a list, a creator an array...), shape
-        and dtype classes of the right form. Raises IRError. Run after every pass when
-        SRCGRAD_CHECK_IR is set (the test suite sets it)."""
-        _check_types(self.eqns)
+        one output for an op (control flow and statements may have any number), as many
+        operands (and params) as the op's implementation takes, results of the kind the
+        op makes (a list op makes a list, a creator an array...), shape and dtype classes
+        of the right form, and shapes where they are known (`_ShapeCheck`). Raises
+        IRError. Run after every pass when SRCGRAD_CHECK_IR is set (the test suite sets
+        it)."""
+        _check_types(self.eqns, _ShapeCheck())
         return self
 
 
@@ -465,30 +470,140 @@ def checked(graph: "Graph", stage: str, extra_inputs=None) -> "Graph":
 _VAR_KINDS = {"array", "meta", "list", "stack"}
 
 
-def _check_types(eqns):
+def _check_types(eqns, shapes: "_ShapeCheck"):
     for e in eqns:
         p = e.prim
         if not isinstance(p, Primitive):
             raise IRError(f"not a primitive: {p!r} in {e.lines()[0]}")
-        where = e.lines()[0]
-        if not p.structured and len(e.outs) != 1:
-            raise IRError(f"{p.name} has {len(e.outs)} outputs, not 1: {where}")
+        where = _Where(e)
         for o in e.outs:
             if o.kind not in _VAR_KINDS:
                 raise IRError(f"{o!r} has kind {o.kind!r}: {where}")
             if not (isinstance(o.sclass, tuple) and o.sclass and
                     isinstance(o.dclass, tuple) and o.dclass):
                 raise IRError(f"{o!r} has malformed classes {o.sclass!r} {o.dclass!r}: {where}")
-        if not p.structured and e.outs:
-            o = e.outs[0]
-            if p.kind == "list" and o.kind != "list":
-                raise IRError(f"{p.name} makes a list, but {o!r} is {o.kind}: {where}")
-            if p.meta and p.kind != "list" and o.kind != "meta":
-                raise IRError(f"{p.name} is meta, but {o!r} is {o.kind}: {where}")
-            if p.creator and p.kind != "list" and o.kind != "array":
-                raise IRError(f"{p.name} makes an array, but {o!r} is {o.kind}: {where}")
+        if not p.structured:
+            if len(e.outs) != 1:
+                raise IRError(f"{p.name} has {len(e.outs)} outputs, not 1: {where}")
+            _check_arity(e, where)
+            _check_kind(e, where)
+            if e.outs[0].kind == "array":
+                shapes.check(e, where)
         for b in e.blocks():
-            _check_types(b.eqns)
+            _check_types(b.eqns, shapes)
+
+
+class _Where:
+    """An equation's first line, written only when an error message needs it."""
+
+    __slots__ = ("e",)
+
+    def __init__(self, e: "Eqn"):
+        self.e = e
+
+    def __str__(self):
+        return self.e.lines()[0]
+
+
+def _check_kind(e: "Eqn", where: str):
+    """The result is of the kind the op makes (a list op a list, a meta op a meta value,
+    a creator an array)."""
+    p, o = e.prim, e.outs[0]
+    if p.kind in ("list", "stack") and o.kind != p.kind:
+        raise IRError(f"{p.name} makes a {p.kind}, but {o!r} is {o.kind}: {where}")
+    if p.meta and p.kind != "list" and o.kind != "meta":
+        raise IRError(f"{p.name} is meta, but {o!r} is {o.kind}: {where}")
+    if p.creator and p.kind != "list" and o.kind != "array":
+        raise IRError(f"{p.name} makes an array, but {o!r} is {o.kind}: {where}")
+
+
+@functools.lru_cache(maxsize=4096)
+def _signature(impl):
+    """The signature of a primitive's implementation (once per implementation), or None
+    where Python cannot tell one (some builtins)."""
+    try:
+        return inspect.signature(impl)
+    except (TypeError, ValueError):
+        return None
+
+
+class _Operand:
+    """Stands for an operand when binding an equation's operands to a signature."""
+
+
+def _check_arity(e: "Eqn", where: str):
+    """The equation passes operands and params its primitive's implementation accepts
+    (`impl(*ins, **params)` binds); control flow and statements have no implementation
+    to call and are not checked here."""
+    p = e.prim
+    if p.impl is None:
+        return
+    sig = _signature(p.impl)
+    if sig is None:
+        return
+    try:
+        sig.bind(*(_Operand() for _ in e.ins), **e.params)
+    except TypeError as err:
+        raise IRError(f"{p.name} cannot take {len(e.ins)} operands and params "
+                      f"{sorted(e.params)} ({err}): {where}") from None
+
+
+class _ShapeCheck:
+    """Shapes where the IR knows them. A shape class (`Var.sclass`) stands for one shape
+    at every call, so
+    - an elementwise op whose array operands share one class (its other operands numbers
+      or meta values, which cannot widen it) makes a result of that class (as staging
+      records it), and
+    - where the operands' shapes are known (a constant, a class of known shape: SCALAR is
+      0-d), the primitive's shape rule (`Primitive.out_shape`) gives the result's, which
+      its class must not contradict: two known shapes of one class are an error, as are
+      operands whose shapes cannot go together (`a + b` of shapes (3,) and (4,))."""
+
+    def __init__(self):
+        self.known = {SCALAR: ()}  # shape class -> its shape, where known
+
+    def check(self, e: "Eqn", where: str):
+        from runtime.ops.shape_rules import ShapeMismatch
+
+        p, o = e.prim, e.outs[0]
+        arrays = [a for a in e.ins if isinstance(a, Var) and a.kind == "array"]
+        if p.elementwise and p.shape_arg is None and arrays and _widens_not(e.ins) and \
+                len({a.sclass for a in arrays}) == 1 and o.sclass != arrays[0].sclass:
+            raise IRError(f"{p.name} of operands of one shape class {arrays[0].sclass} "
+                          f"makes {o!r} of class {o.sclass}: {where}")
+        if _has_var_param(e.params):
+            return
+        try:
+            shape = p.out_shape([self.describe(a) for a in e.ins], e.params)
+        except ShapeMismatch as err:
+            raise IRError(f"{p.name}: {err}: {where}") from None
+        if shape is None:
+            return
+        had = self.known.setdefault(o.sclass, shape)
+        if had != shape:
+            raise IRError(f"{o!r} has shape {shape} by {p.name}'s shape rule, but its class "
+                          f"{o.sclass} has shape {had}: {where}")
+
+    def describe(self, a):
+        """What the shape rule is told of operand `a` (runtime.ops.shape_rules)."""
+        from runtime.ops.shape_rules import UNKNOWN, Shaped
+
+        if not isinstance(a, Var):
+            return a
+        if a.kind == "array" and a.sclass in self.known and a.const_name is None:
+            return Shaped(self.known[a.sclass])
+        return UNKNOWN
+
+
+def _widens_not(ins) -> bool:
+    """Are the operands that are not arrays unable to change a broadcast's shape: numbers,
+    None, meta values (ints at run time)? A list or tuple would add an axis."""
+    return all((isinstance(a, Var) and a.kind in ("array", "meta")) or
+               isinstance(a, numbers.Number) or a is None for a in ins)
+
+
+def _has_var_param(params) -> bool:
+    return any(has_var(v) for v in params.values())
 
 
 def _block_binders(e: Eqn) -> list:

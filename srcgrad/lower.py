@@ -37,7 +37,8 @@ from runtime.ops.numpy_api import ATTRIBUTES, METHODS, UnsupportedArgument, look
 from .errors import (RecursiveCallError, SrcgradError, UnknownFunctionError,
                      UnsupportedSyntaxError)
 from .frontend import Source, lambda_as_def, parse_function
-from .ir import COND, FOR, SCALAR, WHILE, Block, Graph, Loc, StaticValueNeeded, Var, has_var
+from .ir import (COND, FOR, SCALAR, WHILE, Block, Graph, Loc, StaticValueNeeded, Var, checked,
+                 has_var)
 from .staging import INT, IS_NONE, LEN, Builder, staging
 from .scopes import Path, scope_of, self_scope
 from . import pytree, verbatim
@@ -2010,4 +2011,4 @@ def lower(fn, same=(), floats=(), trees=None) -> tuple[Graph, Source, dict]:
             result = 0.0  # never returned: the generated code raises first
     graph = Graph(inputs, low.b.eqns, [result], name=fn.__name__, named=low.b.named)
     graph.params, graph.param_leaves = values, leaves
-    return graph, src, low.b.reads
+    return checked(graph, "lowering", extra_inputs=()), src, low.b.reads

@@ -21,8 +21,8 @@ from __future__ import annotations
 from runtime import ops
 from runtime.ops import apply_vjp
 
-from .ir import (COND, FOR, NEWSTACK, POP, PUSH, WHILE, Block, Eqn, Graph, Var, located_error,
-                 referenced, subst)
+from .ir import (COND, FOR, NEWSTACK, POP, PUSH, WHILE, Block, Eqn, Graph, Var, checked,
+                 located_error, referenced, subst)
 from .staging import Builder, staging
 
 __all__ = ["activity", "reverse"]
@@ -476,6 +476,7 @@ def reverse(graph: Graph, wrt: list, seed, builder: Builder | None = None):
                 g = ops.cast_like(ops.sum_to(g, ops.shape(v)), v)
                 _name_last(b, g, v)
             grads.append(g)
+    checked(Graph(graph.inputs, b.eqns, [g for g in grads if g is not None]), "reverse")
     return b, grads
 
 

@@ -36,11 +36,13 @@ def _make_slice(start, stop, step):
     return slice(start, stop, step)
 
 
-PACK = Primitive("pack", _pack, meta=True, spell=lambda i, p, d: (
+PACK = Primitive("pack", _pack, meta=True, inline=True,
+                 use_text="a tuple or index built from it", spell=lambda i, p, d: (
     f"({i[0]},)" if len(i) == 1 else f"({', '.join(i)})"))
-MAKE_SLICE = Primitive("make_slice", _make_slice, meta=True, spell=call("slice"))
-LEN = Primitive("len", len, meta=True, zero_grad=True, spell=call("len"))
-INT = Primitive("int", int, meta=True, spell=call("int"))
+MAKE_SLICE = Primitive("make_slice", _make_slice, meta=True, spell=call("slice"), inline=True,
+                       use_text="a slice bound computed from it")
+LEN = Primitive("len", len, meta=True, zero_grad=True, spell=call("len"), inline=True)
+INT = Primitive("int", int, meta=True, spell=call("int"), use_text="int() of it")
 CHECK_SCALAR = Primitive("check_scalar", None, meta=True, spell=call("check_scalar"))
 IS_NONE = Primitive("is_none", lambda v, negate=False: (v is None) != negate,
                     differentiable=False, zero_grad=True,

@@ -65,7 +65,9 @@ class Primitive:
         "reads_inputs", "reads_out", "spell", "defaults", "elementwise", "doc",
         "convention", "variadic", "jvp", "custom", "zero_grad", "pure", "view", "creator",
         "structured", "kind", "dtype", "shape_arg", "shape_like", "shape_key", "on_meta",
-        "fresh", "readonly", "cuda", "cuda_when",
+        "fresh", "readonly", "cuda", "cuda_when", "py_spell", "subscript",
+        "positional_dtype", "inplace_op", "adds_at", "updatable", "inline", "shape_rule",
+        "use_text",
     )
     _reserves_name = True  # see RESERVED_NAMES
 
@@ -73,9 +75,10 @@ class Primitive:
                  differentiable=True, meta=False, reads_inputs=True, reads_out=False,
                  spell=None, defaults=None, elementwise=False, convention="",
                  variadic=False, doc="", zero_grad=None, pure=True, view=False,
-                 creator=False, structured=False, kind=None, dtype=None, shape_arg=None,
-                 shape_like=None, shape_key=None, on_meta=None, fresh=None, readonly=False):
-        # (About 80 lines: one documented assignment per declared fact, nothing else.)
+                 creator=False, structured=False, **facts):
+        # One documented assignment per declared fact, nothing else; the facts the
+        # compiler's stages read are set by `_stage_facts`, those codegen reads by
+        # `_writing_facts` (`facts` holds both groups' keywords).
         self.name = name
         self.impl = impl
         self.vjps = tuple(vjps)
@@ -117,13 +120,25 @@ class Primitive:
         #: the reverse pass's stacks, a statement run as written), with any number of
         #: outputs, that passes over it leave as it is
         self.structured = structured
-        # ---- facts the compiler's stages read instead of comparing op names ----
+        self._stage_facts(**facts)
+        #: the CUDA C expression a fused kernel writes for it, and when it applies
+        #: (`cuda_when(ins, params) -> bool`, None: always); set by runtime.ops.cuda
+        self.cuda = None
+        self.cuda_when = None
+        if self._reserves_name:
+            RESERVED_NAMES.add(name)
+
+    def _stage_facts(self, *, kind=None, dtype=None, shape_arg=None, shape_like=None,
+                     shape_key=None, shape_rule=None, on_meta=None, fresh=None, readonly=False,
+                     use_text=None, **writing):
+        """The facts the compiler's stages read instead of comparing op names."""
         #: what the op does to its operands: "elementwise", "reduction" (over `axis`),
         #: "movement" (moves or selects elements), "bilinear" (matmul, dot... and their
         #: cotangent ops), "creator", "shape_of" (its value is its operand's shape),
-        #: "list" (a run-time Python list, runtime.ops.lists), "meta" or "other"
-        self.kind = kind or ("elementwise" if elementwise else "creator" if creator else
-                             "meta" if meta else "other")
+        #: "list" (a run-time Python list, runtime.ops.lists), "stack" (a copy of one of
+        #: the reverse pass's stacks of saved values), "meta" or "other"
+        self.kind = kind or ("elementwise" if self.elementwise else "creator" if self.creator
+                             else "meta" if self.meta else "other")
         #: the output's dtype from its array operands' (when those agree): "same" (theirs),
         #: "float" (theirs when floating, else a float dtype), "same_if_float" (theirs when
         #: floating, else unknown: a sum of int8s is an int64), ("like", i) (input i's), or
@@ -136,8 +151,11 @@ class Primitive:
         #: `shape_key(index)`: a key equal for indices that give one shape from any array
         #: (getitem), or None when not sure
         self.shape_key = shape_key
+        #: `shape_rule(args, params) -> shape or None`: the output's shape where neither
+        #: the kind nor shape_arg / shape_like tells it (np.zeros(shape)); see `out_shape`
+        self.shape_rule = shape_rule
         #: applied to meta values only (ints, shape tuples), the result is a meta value
-        self.on_meta = elementwise if on_meta is None else on_meta
+        self.on_meta = self.elementwise if on_meta is None else on_meta
         #: declared: the output is new memory the op allocated, or a value that holds none
         #: of its inputs' (a shape): never an input, a view of one, or a container of one;
         #: by default so for elementwise ops, reductions, bilinear ops and creators
@@ -145,12 +163,39 @@ class Primitive:
                       if fresh is None else fresh)
         #: declared: the output is a view that cannot be written (np.broadcast_to's)
         self.readonly = readonly
-        #: the CUDA C expression a fused kernel writes for it, and when it applies
-        #: (`cuda_when(ins, params) -> bool`, None: always); set by runtime.ops.cuda
-        self.cuda = None
-        self.cuda_when = None
-        if self._reserves_name:
-            RESERVED_NAMES.add(name)
+        #: how an error names what the op does with a value that has no derivative there
+        #: ("indexing with it"), or None: "the operation 'name' (input i)"
+        self.use_text = use_text
+        self._writing_facts(**writing)
+
+    def _writing_facts(self, *, py_spell=None, subscript=False, positional_dtype=None,
+                       inplace_op=None, adds_at=None, updatable=None, inline=False):
+        """How generated source writes a call and may reuse its memory (srcgrad.codegen),
+        beyond `spell`."""
+        #: the spelling for when operand 0 may be a Python number rather than an array
+        #: (`x.shape` fails on a float, `np.shape(x)` does not), or None: `spell` works
+        self.py_spell = py_spell
+        #: written in Python's subscript syntax, input 0 indexed by input 1 (`x[i, 1:]`):
+        #: a tuple or slice made only for such an index is written in it, unnamed
+        self.subscript = subscript
+        #: a cheap meta value (x.shape, a tuple index...): used once, it is written where
+        #: it is used instead of in a statement of its own
+        self.inline = inline
+        #: `(i, default)`: numpy takes the dtype as operand i when passed by position
+        #: (`np.zeros(shape, dtype)`); a call with fewer operands and no dtype keyword
+        #: gets `default`: "float" (float64) or ("like", j) (operand j's: np.full's fill)
+        self.positional_dtype = positional_dtype
+        #: the operator of the augmented assignment that computes it in place: with
+        #: `inplace_op="+"`, `a = a + b` may be written `a += b` when `a` is dead after
+        self.inplace_op = inplace_op
+        #: the output is zeros with input 0 added at the index that input `adds_at` holds
+        #: (repeats accumulate): `a + op(g, idx, shape)` may be written `a[idx] += g`
+        self.adds_at = adds_at
+        #: its output is an array the call allocated, which generated code may update in
+        #: place once no one else reads it (`a += b`, `a[idx] += g`): by default so for
+        #: differentiable elementwise ops; np.where, not a ufunc, declares it is not
+        self.updatable = (self.elementwise and self.differentiable
+                          if updatable is None else updatable)
 
     def __call__(self, *args, **params):
         if _staging_threads:
@@ -189,8 +234,28 @@ class Primitive:
             return True
         return self.differentiable and self.rule(i) is not None
 
+    def out_shape(self, args: Sequence[Any], params: Optional[dict] = None):
+        """The output's shape from what is known of the operands, or None when that
+        cannot be told: each of `args` is the operand's value, a `shape_rules.Shaped`
+        (an array of known shape) or `shape_rules.UNKNOWN`. Raises
+        `shape_rules.ShapeMismatch` where the shapes cannot go together (see
+        runtime.ops.shape_rules)."""
+        from .shape_rules import out_shape
+
+        return out_shape(self, args, params)
+
     def __repr__(self):
         return f"<primitive {self.name}>"
+
+
+def takes_operands(impl: Callable, n: int) -> Callable:
+    """Give `impl` (written over `*args`) the signature of a function of `n` positional
+    operands, so that its signature says how many it takes (the IR checker reads it)."""
+    import inspect
+
+    impl.__signature__ = inspect.Signature(
+        [inspect.Parameter(f"x{i + 1}", inspect.Parameter.POSITIONAL_ONLY) for i in range(n)])
+    return impl
 
 
 def defop(name: str, impl: Callable, *vjps: Optional[Callable], **kw) -> Primitive:

@@ -23,7 +23,7 @@ import numbers
 import numpy
 
 from ..backend import get_xp
-from .core import call, defop, fmt
+from .core import call, defop, fmt, takes_operands
 
 __all__ = [
     "add", "subtract", "multiply", "divide", "negative", "power", "exp", "log", "log1p",
@@ -40,8 +40,9 @@ __all__ = [
 _PYTHON_SCALARS = (int, float, bool)
 
 
-def _ufunc(name):
-    """Forward implementation that calls numpy's (or cupy's) function `name`."""
+def _ufunc(name, nin=None):
+    """Forward implementation that calls numpy's (or cupy's) function `name`, of `nin`
+    operands (a ufunc's own count by default)."""
     f_np = getattr(numpy, name)
 
     def impl(*args):
@@ -54,7 +55,8 @@ def _ufunc(name):
         return r
 
     impl.__name__ = name
-    return impl
+    nin = getattr(f_np, "nin", None) if nin is None else nin
+    return impl if nin is None else takes_operands(impl, nin)
 
 
 def _unary(name, *vjps, np_name=None, **kw):
@@ -121,12 +123,14 @@ def vjp_power_y(g, out, x, y):
     return multiply(g, where(zero, 0.0, multiply(out, log(where(zero, 1.0, x)))))
 
 
-add = _binary("add", vjp_add, vjp_add, spell=fmt("{0} + {1}"), reads_inputs=False, dtype="same")
+add = _binary("add", vjp_add, vjp_add, spell=fmt("{0} + {1}"), reads_inputs=False, dtype="same",
+              inplace_op="+")
 subtract = _binary("subtract", vjp_add, vjp_subtract_y, spell=fmt("{0} - {1}"),
-                   reads_inputs=False, dtype="same")
-multiply = _binary("multiply", vjp_multiply_x, vjp_multiply_y, spell=fmt("{0} * {1}"), dtype="same")
+                   reads_inputs=False, dtype="same", inplace_op="-")
+multiply = _binary("multiply", vjp_multiply_x, vjp_multiply_y, spell=fmt("{0} * {1}"), dtype="same",
+                   inplace_op="*")
 divide = _binary("divide", vjp_divide_x, vjp_divide_y, np_name="true_divide",
-                 spell=fmt("{0} / {1}"), reads_out=True, dtype="float")
+                 spell=fmt("{0} / {1}"), reads_out=True, dtype="float", inplace_op="/")
 power = _binary("power", vjp_power_x, vjp_power_y, spell=fmt("{0} ** {1}"), reads_out=True,
                 convention="d/dx at y == 0 is 0; d/dy at x == 0 is 0")
 negative = _unary("negative", vjp_negative, reads_inputs=False, dtype="same")
@@ -323,8 +327,9 @@ maximum = _binary("maximum", vjp_maximum_x, vjp_maximum_y,
                   convention="ties split the gradient 0.5 / 0.5", dtype="same")
 minimum = _binary("minimum", vjp_maximum_y, vjp_maximum_x,
                   convention="ties split the gradient 0.5 / 0.5", dtype="same")
-where = defop("where", _ufunc("where"), None, vjp_where_x, vjp_where_y, nondiff=(0,),
-              broadcasts=True, elementwise=True, spell=call("np.where"), dtype="same")
+where = defop("where", _ufunc("where", nin=3), None, vjp_where_x, vjp_where_y, nondiff=(0,),
+              broadcasts=True, elementwise=True, spell=call("np.where"), dtype="same",
+              updatable=False)
 clip = defop("clip", _clip, vjp_clip_x, vjp_clip_lo, vjp_clip_hi, broadcasts=True,
              elementwise=True, spell=call("np.clip"),
              convention="on a bound the gradient goes to x", dtype="same")

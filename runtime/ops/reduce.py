@@ -52,8 +52,15 @@ def _spell_reduced_size(ins, params, defaults):
     return call("reduced_size")(ins, params, defaults)
 
 
+def _spell_reduced_size_py(ins, params, defaults):
+    if params.get("axis") is None:  # a Python number has no .size
+        return f"np.size({ins[0]})"
+    return call("reduced_size")(ins, params, defaults)
+
+
 reduced_size = defop("reduced_size", reduced_size_impl, meta=True, zero_grad=True,
-                     spell=_spell_reduced_size, defaults=dict(axis=None), fresh=True)
+                     spell=_spell_reduced_size, defaults=dict(axis=None), fresh=True,
+                     py_spell=_spell_reduced_size_py, inline=True)
 
 
 def unreduce(g, x, axis, keepdims):

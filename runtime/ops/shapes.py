@@ -15,6 +15,7 @@ from ..backend import get_xp
 from ..backend import scatter_add as backend_scatter_add
 from ..backend import writable_copy
 from .core import call, defop, fmt
+from .shape_rules import arange_shape, creator_shape, eye_shape
 
 __all__ = [
     "shape", "ndim", "reshape", "transpose", "swapaxes", "moveaxis", "expand_dims", "squeeze",
@@ -38,8 +39,10 @@ def _shape_of(x):
 
 # ---- meta: shapes as values ------------------------------------------------------------------
 
-shape = defop("shape", _shape_of, meta=True, zero_grad=True, spell=fmt("{0}.shape"), kind="shape_of", fresh=True)
-ndim = defop("ndim", lambda x: len(_shape_of(x)), meta=True, zero_grad=True, spell=fmt("{0}.ndim"), fresh=True)
+shape = defop("shape", _shape_of, meta=True, zero_grad=True, spell=fmt("{0}.shape"), kind="shape_of", fresh=True,
+              py_spell=fmt("np.shape({0})"), inline=True)
+ndim = defop("ndim", lambda x: len(_shape_of(x)), meta=True, zero_grad=True, spell=fmt("{0}.ndim"), fresh=True,
+             py_spell=fmt("np.ndim({0})"), inline=True)
 
 
 def _concat_index(*shapes, index, axis):
@@ -333,10 +336,12 @@ stack.spell = lambda ins, params, d: (
 flip = defop("flip", _xp_fn("flip"), vjp_flip, view=True, reads_inputs=False, spell=call("np.flip"),
              defaults=dict(axis=None), kind="movement", dtype="same")
 getitem = defop("getitem", _getitem, vjp_getitem, nondiff=(1,), view=True, reads_inputs=False,
-                spell=fmt("{0}[{1}]"), kind="movement", dtype="same", shape_key=slice_shape_key, on_meta=True)
+                spell=fmt("{0}[{1}]"), kind="movement", dtype="same", shape_key=slice_shape_key, on_meta=True,
+                subscript=True, use_text="indexing with it")
 scatter_add = defop("scatter_add", _scatter_add, vjp_scatter_add, nondiff=(1, 2),
                     reads_inputs=False, spell=call("scatter_add"),
-                    doc="zeros of `newshape` with `v` added at `idx` (repeats accumulate)", dtype="same", shape_arg=2, fresh=True)
+                    doc="zeros of `newshape` with `v` added at `idx` (repeats accumulate)", dtype="same", shape_arg=2, fresh=True,
+                    adds_at=1)
 setitem = defop("setitem", _setitem, vjp_setitem_x, None, vjp_setitem_v, nondiff=(1,),
                 reads_inputs=False, spell=call("setitem"),
                 doc="a copy of x with x[idx] = v: numpy's item assignment, without mutation", fresh=True)
@@ -370,19 +375,22 @@ ones_like = defop("ones_like", _ones_like, differentiable=False, creator=True,
                   spell=call("np.ones_like"), dtype="same", shape_like=0)
 
 
-def _creator(name):
+def _creator(name, **facts):
     def impl(*args, **kw):
         return getattr(numpy, name)(*args, **kw)
 
     impl.__name__ = name
-    return defop(name, impl, differentiable=False, creator=True, spell=call(f"np.{name}"))
+    return defop(name, impl, differentiable=False, creator=True, spell=call(f"np.{name}"),
+                 **facts)
 
 
-zeros = _creator("zeros")
-ones = _creator("ones")
-full = _creator("full")
-eye = _creator("eye")
-arange = _creator("arange")
+# numpy's signatures: zeros(shape, dtype=float), full(shape, fill_value, dtype=None),
+# eye(N, M=None, k=0, dtype=float)
+zeros = _creator("zeros", positional_dtype=(1, "float"), shape_rule=creator_shape)
+ones = _creator("ones", positional_dtype=(1, "float"), shape_rule=creator_shape)
+full = _creator("full", positional_dtype=(2, ("like", 1)), shape_rule=creator_shape)
+eye = _creator("eye", positional_dtype=(3, "float"), shape_rule=eye_shape)
+arange = _creator("arange", shape_rule=arange_shape)
 
 
 # ---- devices ---------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ import math
 
 import numpy
 
-from .core import call, defop
+from .core import call, defop, takes_operands
 from .elementwise import (add, divide, equal, exp, less_equal, log, log1p, logical_and,
                           multiply, negative, square, subtract, where)
 
@@ -50,7 +50,7 @@ def _special_module(args):
     return scipy.special
 
 
-def _special(name):
+def _special(name, nin=1):
     """Forward implementation: scipy.special.`name` (cupyx.scipy.special on cupy arrays)."""
 
     def impl(*args):
@@ -60,7 +60,7 @@ def _special(name):
         return r
 
     impl.__name__ = name
-    return impl
+    return takes_operands(impl, nin)
 
 
 def _polygamma(x, n=1):
@@ -152,11 +152,11 @@ log_ndtr = _unary("log_ndtr", vjp_log_ndtr, reads_out=True,
                   convention="derivative exp(-x**2/2 - log_ndtr(x)) / sqrt(2 pi): finite "
                              "and accurate for very negative x (its own derivative loses "
                              "digits below x = -200)")
-xlogy = defop("xlogy", _special("xlogy"), vjp_xlogy_x, vjp_xlogy_y, spell=call("xlogy"),
+xlogy = defop("xlogy", _special("xlogy", 2), vjp_xlogy_x, vjp_xlogy_y, spell=call("xlogy"),
               broadcasts=True, elementwise=True,
               convention="xlogy(0, y) = 0; d/dx = log(y), 0 where x == 0 and y <= 0; "
                          "d/dy = x / y, 0 where x == 0")
-xlog1py = defop("xlog1py", _special("xlog1py"), vjp_xlog1py_x, vjp_xlog1py_y,
+xlog1py = defop("xlog1py", _special("xlog1py", 2), vjp_xlog1py_x, vjp_xlog1py_y,
                 spell=call("xlog1py"), broadcasts=True, elementwise=True,
                 convention="xlog1py(0, y) = 0; d/dx = log1p(y), 0 where x == 0 and "
                            "y <= -1; d/dy = x / (1 + y), 0 where x == 0")

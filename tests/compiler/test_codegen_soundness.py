@@ -180,3 +180,17 @@ def test_in_place_still_used_for_floats():
     got = g(x.astype(np.float32))
     assert got.dtype == np.float32
     np.testing.assert_allclose(got, g(x), rtol=1e-5)
+
+
+def scaled_by_rank(x, n):
+    return np.sum(x) * np.ndim(n) + np.size(n) * (np.shape(n) == (2, 2))
+
+
+@pytest.mark.parametrize("n", [2.0, np.ones((2, 2)), np.ones(3)])
+def test_rank_and_size_of_a_python_number(n):
+    # `n` may be a Python number at run time: ndim, size and shape are written as np.ndim(n),
+    # np.size(n) and np.shape(n), which a float has, not as n.ndim...
+    x = np.ones(3)
+    got = srcgrad.grad(scaled_by_rank)(x, n)
+    np.testing.assert_allclose(got, np.full(3, float(np.ndim(n))))
+    assert srcgrad.value_and_grad(scaled_by_rank)(x, n)[0] == scaled_by_rank(x, n)
