@@ -1705,7 +1705,8 @@ class Lowerer:
 
     def call_len(self, f, args, kwargs, node):
         (v,) = args
-        if isinstance(v, Var) and v.kind == "list":
+        if isinstance(v, Var) and v.kind in ("list", "meta"):
+            # (a list, or a tuple known at run time: a shape, say)
             return self.b.stage(LEN, [v], {})
         if isinstance(v, Var):
             return ops.getitem(ops.shape(v), 0)

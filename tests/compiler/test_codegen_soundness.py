@@ -194,3 +194,15 @@ def test_rank_and_size_of_a_python_number(n):
     got = srcgrad.grad(scaled_by_rank)(x, n)
     np.testing.assert_allclose(got, np.full(3, float(np.ndim(n))))
     assert srcgrad.value_and_grad(scaled_by_rank)(x, n)[0] == scaled_by_rank(x, n)
+
+
+def weighted_by_ranks(x, n, m):
+    return np.sum(x) * len(np.shape(n)) + len(np.shape(m)) * np.sum(x ** 2)
+
+
+@pytest.mark.parametrize("n,m", [(2.0, np.ones((2, 3))), (np.ones(3), 1.5),
+                                 (np.ones((1, 1, 2)), np.ones(4))])
+def test_len_of_a_shape_known_only_at_run_time(n, m):
+    # len() of a shape tuple is the number of its entries (it used to be written as the
+    # tuple's first entry, `np.shape(n).shape[0]`, which a tuple does not have)
+    check_grad(weighted_by_ranks, [np.array([0.5, -1.0, 2.0]), n, m], tape=False)
