@@ -87,9 +87,10 @@ def grad_hand_per_step_in_place(Wx, Wh, b, X, h0):
         a += b
         h = tanh(a, out=a)
         hs.append(h)
-    dWx, dWh, db = np.zeros_like(Wx), np.zeros_like(Wh), np.zeros_like(b)
-    WhT = Wh.T
+    dWx, dWh = np.zeros_like(Wx), np.zeros_like(Wh)
+    WhT = np.ascontiguousarray(Wh.T)
     dh = h * 2.0
+    dsum = np.zeros_like(h)                      # sum over steps of da
     for t in range(T - 1, -1, -1):
         da = hs[t + 1]                           # h_{t+1} is not read again: reuse it
         mul(da, da, out=da)
@@ -97,10 +98,10 @@ def grad_hand_per_step_in_place(Wx, Wh, b, X, h0):
         da *= dh
         dWx += dot(X[t].T, da)
         dWh += dot(hs[t].T, da)
-        db += np.add.reduce(da, axis=0)
+        dsum += da
         if t:
             dh = dot(da, WhT)
-    return dWx, dWh, db
+    return dWx, dWh, np.add.reduce(dsum, axis=0)
 
 
 def grad_hand_simple(Wx, Wh, b, X, h0):

@@ -85,12 +85,14 @@ def test_every_hand_written_gradient_has_the_old_reference(name):
 @pytest.mark.parametrize("name", problems.NAMES)
 def test_hand_written_variants_agree_at_the_small_size(name, monkeypatch):
     p = problems.get(name)
-    args = p.inputs("small")
-    copies = [np.array(a, copy=True) for a in args]
-    ref = p.hand_variants["simple"](*args)
-    blocks = [None] + ([7] if hasattr(p.module, "BLOCK") else [])
-    for block in blocks:
-        if block is not None:           # several blocks and a remainder
+    cases = [("small", None)]
+    if hasattr(p.module, "BLOCK"):      # several blocks and a remainder
+        cases += [("small", 7), ("tiny", 2)]
+    for size, block in cases:
+        args = p.inputs(size)
+        copies = [np.array(a, copy=True) for a in args]
+        ref = p.hand_variants["simple"](*args)
+        if block is not None:
             monkeypatch.setattr(p.module, "BLOCK", block)
         for label, grad_hand in p.hand_variants.items():
             got = grad_hand(*args)
