@@ -3,9 +3,8 @@
 Hand-written gradients (all timed; the suite takes the fastest in each run as the reference):
 - `grad_hand`: softmax and cross-entropy fused into one cotangent, (softmax(z) - Y) / N,
   normalised by one division, updates in place, `np.dot` and ufunc reductions (fewer and
-  cheaper numpy calls than `@` and array methods: the fastest at small sizes),
-- "in place": the same, every elementwise step written with `out=` into the arrays of the
-  forward pass (no temporary of the hidden layer's size),
+  cheaper numpy calls than `@` and array methods; at the large size the matmuls take
+  nearly all the time, and writing every step with `out=` was no faster),
 - "simple": the forward pass with new arrays, then the textbook backward pass.
 """
 import numpy as np
@@ -57,29 +56,6 @@ def grad_hand(W1, b1, W2, b2, X, Y):
     return dot(X.T, da), np.add.reduce(da, axis=0), dot(h.T, dz), np.add.reduce(dz, axis=0)
 
 
-def grad_hand_in_place(W1, b1, W2, b2, X, Y):
-    dot = np.dot
-    n = X.shape[0]
-    h = dot(X, W1)
-    h += b1
-    np.tanh(h, out=h)
-    dz = dot(h, W2)
-    dz += b2
-    dz -= dz.max(axis=1, keepdims=True)
-    np.exp(dz, out=dz)
-    s = dz.sum(axis=1, keepdims=True)
-    s *= n
-    dz /= s                              # softmax / N
-    dz -= Y * (1.0 / n)                  # (p - Y) / N
-    dW2 = dot(h.T, dz)
-    db2 = dz.sum(axis=0)
-    da = dot(dz, W2.T)
-    h *= h
-    np.subtract(1.0, h, out=h)
-    da *= h
-    return dot(X.T, da), da.sum(axis=0), dW2, db2
-
-
 def grad_hand_simple(W1, b1, W2, b2, X, Y):
     h = np.tanh(X @ W1 + b1)
     z = h @ W2 + b2
@@ -92,7 +68,7 @@ def grad_hand_simple(W1, b1, W2, b2, X, Y):
     return X.T @ da, np.sum(da, axis=0), dW2, db2
 
 
-HAND_VARIANTS = {"in place": grad_hand_in_place, "simple": grad_hand_simple}
+HAND_VARIANTS = {"simple": grad_hand_simple}
 
 
 def make_torch_loss(torch):
