@@ -2,8 +2,8 @@
 
 Hand-written gradients (all timed; the suite takes the fastest in each run as the reference):
 - `grad_hand`: softmax and cross-entropy fused into one cotangent, (softmax(z) - Y) / N,
-  normalised by one division, updates in place, `np.dot` and ufunc reductions (fewer and
-  cheaper numpy calls than `@` and array methods; at the large size the matmuls take
+  normalised by one division, updates in place, `np.dot` (fewer and cheaper numpy calls
+  than `@`; at the large size the matmuls take
   nearly all the time, and writing every step with `out=` was no faster),
 - "simple": the forward pass with new arrays, then the textbook backward pass.
 """
@@ -45,15 +45,15 @@ def grad_hand(W1, b1, W2, b2, X, Y):
     h = np.tanh(h)
     z = dot(h, W2)
     z += b2
-    z -= np.maximum.reduce(z, axis=1, keepdims=True)
+    z -= z.max(axis=1, keepdims=True)
     dz = np.exp(z)
-    dz /= np.add.reduce(dz, axis=1, keepdims=True) * n   # softmax / N
+    dz /= dz.sum(axis=1, keepdims=True) * n   # softmax / N
     dz -= Y / n                          # (p - Y) / N: the rows of Y are one-hot
     da = dot(dz, W2.T)
     h2 = h * h
     np.subtract(1.0, h2, out=h2)
     da *= h2                             # through tanh
-    return dot(X.T, da), np.add.reduce(da, axis=0), dot(h.T, dz), np.add.reduce(dz, axis=0)
+    return dot(X.T, da), da.sum(axis=0), dot(h.T, dz), dz.sum(axis=0)
 
 
 def grad_hand_simple(W1, b1, W2, b2, X, Y):
