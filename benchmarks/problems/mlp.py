@@ -3,8 +3,8 @@
 Hand-written gradients (all timed; the suite takes the fastest in each run as the reference):
 - `grad_hand`: softmax and cross-entropy fused into one cotangent, (softmax(z) - Y) / N,
   normalised by one division, updates in place, `np.dot` (fewer and cheaper numpy calls
-  than `@`; at the large size the matmuls take
-  nearly all the time, and writing every step with `out=` was no faster),
+  than `@`; at the large size the matmuls take nearly all the time, and writing every
+  step with `out=` was no faster),
 - "simple": the forward pass with new arrays, then the textbook backward pass.
 """
 import numpy as np
