@@ -60,17 +60,17 @@ def grad_hand(Wx, Wh, b, X, h0):
     Z[:, :, Hd + D] = 1.0
     A = np.empty_like(X, shape=(B, Hd))
     dot, tanh, mul = np.dot, np.tanh, np.multiply
-    for t in range(T):
-        dot(Z[t], W, out=A)
-        tanh(A, out=Z[t + 1, :, :Hd])
+    for z, h_next in zip(Z[:T], Z[1:, :, :Hd]):  # views made by iteration: cheaper
+        dot(z, W, out=A)                         # than indexing inside the loop
+        tanh(A, out=h_next)
     Dm = Z[1:, :, :Hd] * Z[1:, :, :Hd]
     np.subtract(1.0, Dm, out=Dm)                 # tanh' = 1 - h^2, every step
     dA = np.empty_like(X, shape=(T, B, Hd))      # cotangents of the pre-activations
     dh = Z[T, :, :Hd] * 2.0
     WhT = Wh.T
-    for t in range(T - 1, 0, -1):
-        mul(dh, Dm[t], out=dA[t])
-        dot(dA[t], WhT, out=dh)
+    for da, dm in zip(dA[:0:-1], Dm[:0:-1]):     # t = T - 1, ..., 1
+        mul(dh, dm, out=da)
+        dot(da, WhT, out=dh)
     mul(dh, Dm[0], out=dA[0])
     dW = dot(Z[:T].reshape(T * B, K).T, dA.reshape(T * B, Hd))   # [dWh; dWx; db]
     return dW[Hd:Hd + D], dW[:Hd], dW[Hd + D]
