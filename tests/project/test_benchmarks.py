@@ -2,10 +2,11 @@
 
 Every problem's hand-written gradients (`grad_hand` and each of `HAND_VARIANTS`) are
 checked against central finite differences of its loss at the tiny size, and against the
-straightforward one ("simple") at the small size to 1e-10 relative, also with the blocked
-variants cut into several short blocks; every implementation the suite times (srcgrad, the tape, and the peers
-that are installed) against the hand-written gradient, at the problems' tiny sizes. The
-command line runs once in quick mode on one problem.
+straightforward one ("simple") at the small size to 1e-10 relative, the blocked ones also
+cut into several short blocks; their results are fresh arrays and their inputs left as
+they were. Every implementation the suite times (srcgrad, the tape, and the peers that
+are installed) is checked against the hand-written gradient at the problems' tiny sizes.
+The command line runs once in quick mode on one problem.
 """
 from __future__ import annotations
 
