@@ -61,7 +61,7 @@ def loss(x):
     return np.sum(zf)
 
 
-BLOCK = 8192
+BLOCK = 16384
 
 
 def _sincos(theta, s, c):
