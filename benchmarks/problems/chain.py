@@ -3,14 +3,16 @@
 Values stay bounded for any real x: every exp sees an argument in [-2.5, 2.5].
 
 Hand-written gradients (all timed; the suite takes the fastest in each run as the reference):
-- `grad_hand`: forward and backward fused, every operation written into one of 19
-  preallocated scratch rows with `out=` and freed rows reused for the cotangents (no
-  temporary per operation; the fastest for small n),
-- "blocked": the same fused pass over blocks of BLOCK elements with scratch rows of one
-  block, so the working set stays in cache and nothing the size of x is allocated but the
-  result, and each sine and cosine of one argument from a single vectorised tan of the
-  half angle (numpy's float64 sin and cos are scalar loops, about four times the cost):
-  the fastest for large n,
+- `grad_hand`: forward and backward written together in as few numpy calls as the
+  chain allows: updates in place, cotangents kept negated where that saves a negation
+  (the fastest for small n; writing every step with `out=` into preallocated rows was
+  slower there, as keyword arguments cost more than small allocations),
+- "blocked": forward and backward fused over blocks of BLOCK elements, every operation
+  written with `out=` into one of 19 scratch rows of one block (freed rows reused for the
+  cotangents), so the working set stays in cache and nothing the size of x is allocated
+  but the result; each sine and cosine of one argument come from a single vectorised tan
+  of the half angle (numpy's float64 sin and cos are scalar loops, about four times the
+  cost): the fastest for large n,
 - "simple": the forward pass keeping the values the backward pass reads, then the
   backward pass, a new array for each operation.
 """
@@ -64,16 +66,6 @@ def loss(x):
 BLOCK = 16384
 
 
-def _sincos(theta, s, c):
-    """s = sin(theta), c = cos(theta) with numpy's sin and cos (theta may be s or c)."""
-    if theta is c:
-        np.sin(theta, out=s)
-        np.cos(theta, out=c)
-    else:
-        np.cos(theta, out=c)
-        np.sin(theta, out=s)
-
-
 def _sincos_half_angle(theta, s, c):
     """s = sin(theta), c = cos(theta) from t = tan(theta / 2): s = 2t / (1 + t^2),
     c = 2 / (1 + t^2) - 1 (one vectorised tan and five cheap operations, a quarter of the
@@ -88,10 +80,11 @@ def _sincos_half_angle(theta, s, c):
     c -= 1.0
 
 
-def _fused(x, gx, w, sincos=_sincos):
+def _fused(x, gx, w):
     """gx = the gradient at x, forward and backward in place in the 19 rows of w
     (each of x's length), one numpy call per elementwise operation; each sine is
     computed with its cosine."""
+    sincos = _sincos_half_angle
     exp, tanh, log, sqrt = np.exp, np.tanh, np.log, np.sqrt
     mul, add, sub = np.multiply, np.add, np.subtract
     a, b, c, d, e, f, g, h, j, k, m, p, q, r, u, y, z, s, v = w
@@ -130,21 +123,44 @@ def _fused(x, gx, w, sincos=_sincos):
 
 
 def grad_hand(x):
-    gx = np.empty_like(x)
-    _fused(x, gx, np.empty_like(x, shape=(19,) + x.shape))
+    sin, cos, exp, tanh, log, sqrt = np.sin, np.cos, np.exp, np.tanh, np.log, np.sqrt
+    a = sin(x); b = cos(x); c = a * b; d = exp(c); e = tanh(d); f = e + a; g = f * x
+    h = sin(g); j = h * h; j += 1.0; k = log(j); m = tanh(k * b)
+    p = m + c; p *= 0.5; p = exp(p); q = p - d; r = sin(q)
+    u = r * e; u += h; u = tanh(u); w = u * u; y = w + 2.0; y = sqrt(y); z = y * a
+    ze = cos(z); ze -= b; ze = exp(ze)
+    # backward; nb = -gb, na = -ga, and nt, ne, nq, nc the negated gt, ge, gq, gc
+    nb = ze * u
+    nz = sin(z); nz *= nb                           # -gz
+    na = nz * y
+    nz *= a; nz *= u; nz /= y
+    nt = ze - nz; w -= 1.0; nt *= w                 # gt = (ze - nz) (1 - u^2)
+    ne = nt * r
+    nq = cos(q); nq *= nt; nq *= e
+    nc = nq * p; nc *= 0.5
+    gl = m * m; gl -= 1.0; gl *= nc                 # gc (1 - m^2)
+    nb -= gl * k
+    gh = gl * b; gh /= j; gh *= h; gh *= 2.0; gh -= nt
+    gg = cos(g); gg *= gh
+    t = gg * x; na -= t; ne -= t
+    gx = gg * f
+    gd = e * e; gd -= 1.0; gd *= ne; gd += nq       # ge (1 - e^2) - gq
+    gd *= d; nc -= gd
+    na += nc * b; nb += nc * a
+    nb *= a; na *= b; nb -= na; gx += nb            # gx += ga b - gb a
     return (gx,)
 
 
-def grad_hand_blocked(x, sincos=_sincos_half_angle):
+def grad_hand_blocked(x):
     n = x.shape[0]
     gx = np.empty_like(x)
     bs = max(1, min(BLOCK, n))
     w = np.empty_like(x, shape=(19, bs))
     for s in range(0, n - bs + 1, bs):
-        _fused(x[s:s + bs], gx[s:s + bs], w, sincos)
+        _fused(x[s:s + bs], gx[s:s + bs], w)
     r = n % bs
     if r:
-        _fused(x[n - r:], gx[n - r:], w[:, :r], sincos)
+        _fused(x[n - r:], gx[n - r:], w[:, :r])
     return (gx,)
 
 
