@@ -1,4 +1,10 @@
-"""logreg: logistic loss (labels +-1) with an L2 penalty; gradient for weights and bias."""
+"""logreg: logistic loss (labels +-1) with an L2 penalty; gradient for weights and bias.
+
+Hand-written gradients (all timed; the suite takes the fastest in each run as the reference):
+- `grad_hand`: the margins' cotangent s = -y / (N (1 + exp(y (Xw + b)))) built in place in
+  one array, the weight gradient as the vector-matrix product s X (no transpose),
+- "simple": the same formula with a new array for each operation and X.T @ s.
+"""
 import numpy as np
 
 WRT = ("w", "b")
@@ -25,9 +31,25 @@ def loss(w, b, X, y):
 
 
 def grad_hand(w, b, X, y):
+    t = np.dot(X, w)
+    t += b
+    t *= y
+    np.exp(t, out=t)
+    t += 1.0
+    t *= -len(y)
+    s = y / t                            # d loss / d(Xw + b)
+    gw = np.dot(s, X)
+    gw += LAM * w
+    return gw, np.add.reduce(s)
+
+
+def grad_hand_simple(w, b, X, y):
     m = y * (X @ w + b)
     s = y / (-len(y) * (1.0 + np.exp(m)))     # d loss / d(Xw + b)
     return X.T @ s + LAM * w, np.sum(s)
+
+
+HAND_VARIANTS = {"simple": grad_hand_simple}
 
 
 def make_torch_loss(torch):

@@ -1,9 +1,12 @@
 """Smoke test of the benchmark suite (benchmarks/): no timings, only correctness.
 
-Every problem's hand-written gradient is checked against central finite differences of
-its loss, and every implementation the suite times (srcgrad, the tape, and the peers
-that are installed) against the hand-written gradient, at the problems' tiny sizes. The
-command line runs once in quick mode on one problem.
+Every problem's hand-written gradients (`grad_hand` and each of `HAND_VARIANTS`) are
+checked against central finite differences of its loss at the tiny size, and against the
+straightforward one ("simple") at the small size to 1e-10 relative, the blocked ones also
+cut into several short blocks; their results are fresh arrays and their inputs left as
+they were. Every implementation the suite times (srcgrad, the tape, and the peers that
+are installed) is checked against the hand-written gradient at the problems' tiny sizes.
+The command line runs once in quick mode on one problem.
 """
 from __future__ import annotations
 
@@ -53,6 +56,61 @@ def test_hand_written_gradient_matches_finite_differences(name):
             np.testing.assert_allclose(h, f, rtol=1e-5,
                                        atol=1e-7 * max(1.0, np.abs(f).max()),
                                        err_msg=f"{name} {label}: d/d{w}")
+
+
+def _assert_fresh(name, label, got, args):
+    """No result shares memory with an argument or with another result."""
+    arrays = [g for g in got if isinstance(g, np.ndarray)]
+    for k, g in enumerate(arrays):
+        for a in args:
+            assert not np.shares_memory(g, a), f"{name} {label}: result {k} aliases an input"
+        for h in arrays[k + 1:]:
+            assert not np.shares_memory(g, h), f"{name} {label}: results share memory"
+
+
+def _assert_close(name, label, got, ref, p, args, rtol):
+    assert len(got) == len(ref) == len(p.wrt)
+    for g, r, w, i in zip(got, ref, p.wrt, p.wrt_index):
+        g = np.asarray(g)
+        assert g.shape == np.shape(args[i]), f"{name} {label}: d/d{w} shape"
+        np.testing.assert_allclose(g, r, rtol=rtol, atol=rtol * max(1e-300, np.abs(r).max()),
+                                   err_msg=f"{name} {label}: d/d{w}")
+
+
+@pytest.mark.parametrize("name", problems.NAMES)
+def test_every_hand_written_gradient_has_the_old_reference(name):
+    p = problems.get(name)
+    assert "simple" in p.hand_variants and len(p.hand_variants) >= 2
+
+
+@pytest.mark.parametrize("name", problems.NAMES)
+def test_hand_written_variants_agree_at_the_small_size(name, monkeypatch):
+    p = problems.get(name)
+    cases = [("small", None)]
+    if hasattr(p.module, "BLOCK"):      # several blocks and a remainder
+        cases += [("small", 7), ("tiny", 2)]
+    for size, block in cases:
+        args = p.inputs(size)
+        copies = [np.array(a, copy=True) for a in args]
+        ref = p.hand_variants["simple"](*args)
+        if block is not None:
+            monkeypatch.setattr(p.module, "BLOCK", block)
+        for label, grad_hand in p.hand_variants.items():
+            got = grad_hand(*args)
+            _assert_close(name, f"{label or 'grad_hand'} (block {block})", got, ref, p, args,
+                          rtol=1e-10)
+            _assert_fresh(name, label or "grad_hand", got, args)
+            for a, c in zip(args, copies):
+                np.testing.assert_array_equal(a, c, err_msg=f"{name} {label}: input changed")
+            # the caller may write into a result; the next call is unaffected and returns
+            # new arrays
+            for g in got:
+                if isinstance(g, np.ndarray):
+                    g[...] = np.nan
+            again = grad_hand(*args)
+            _assert_close(name, f"{label or 'grad_hand'} again", again, ref, p, args,
+                          rtol=1e-10)
+            _assert_fresh(name, f"{label or 'grad_hand'} again", again, args + tuple(got))
 
 
 @pytest.mark.parametrize("kind", [k for k in impls.KINDS if k != "hand"])
