@@ -181,6 +181,10 @@ def sum_to_impl(x, newshape):
     xp = get_xp(x)
     lead = len(xs) - len(newshape)
     if lead < 0:
+        if all(d == 1 for d in newshape[:-lead]):
+            # a value of shape (1, 1) written into x[0] of shape (2,): numpy drops its
+            # leading 1s, so its cotangent is summed to (1,) and given them back
+            return xp.reshape(sum_to_impl(x, newshape[-lead:]), newshape)
         return xp.broadcast_to(x, newshape)
     kept = tuple(i + lead for i, d in enumerate(newshape) if d == 1 and xs[i + lead] != 1)
     if not kept:  # only leading axes to drop (a bias): one reduction, no reshape

@@ -537,3 +537,16 @@ def test_a_helper_writing_into_the_callers_array_in_a_region_is_refused(fn, help
     with pytest.raises(UnsupportedSyntaxError, match="calling function|caller") as info:
         srcgrad.grad(fn, cache=False)(*args)
     assert info.value.lineno == _marked_line(helper)
+
+
+def written_with_leading_ones(p0):
+    v2 = np.sin(np.sin(p0))
+    v3 = v2
+    v3[0] = np.sum(v2, keepdims=True)  # (1, 1) written into a row of shape (2,)
+    return np.sum(v2) + np.sum(v3)
+
+
+def test_value_with_more_leading_ones_than_its_target():
+    # numpy drops the value's leading 1s when writing it; its cotangent (the target's
+    # shape) is summed down and reshaped to the value's shape (this used to crash)
+    check_grad(written_with_leading_ones, [np.array([[0.54784675, -0.92085314]])])
