@@ -20,6 +20,7 @@ dask is imported only when a dask array has been seen (this module is imported l
 """
 from __future__ import annotations
 
+import contextvars
 import types
 
 import numpy
@@ -99,12 +100,52 @@ def _copy(x, **kw):
     return x.copy() if is_dask(x) else numpy.copy(x, **kw)
 
 
+#: the chunks of the dask arrays passed to the running call, by axis length: arrays the
+#: code creates at the data's size are chunked the same way (one chunk of the whole data
+#: would put it all in one worker, and every operation with the data would rechunk it)
+_CHUNKS: contextvars.ContextVar = contextvars.ContextVar("srcgrad_dask_chunks", default=None)
+
+
+def chunks_of(args, kwargs=None) -> dict:
+    """{axis length: that axis's chunks} over the dask arrays among the arguments."""
+    hints = {}
+    for a in list(args) + list((kwargs or {}).values()):
+        for x in (a if isinstance(a, (list, tuple)) else (a,)):
+            if isinstance(x, _da.Array):
+                for n, c in zip(x.shape, x.chunks):
+                    if len(c) > 1:
+                        hints.setdefault(n, c)
+    return hints
+
+
+def chunked_like(args, kwargs=None):
+    """Set the chunk hints for a call with these arguments; returns the token to reset."""
+    return _CHUNKS.set(chunks_of(args, kwargs))
+
+
+def reset_chunks(token) -> None:
+    _CHUNKS.reset(token)
+
+
+def _chunks_for(shape):
+    hints = _CHUNKS.get()
+    shape = tuple(shape) if numpy.iterable(shape) else (shape,)
+    if not hints:
+        return "auto"
+    return tuple(hints.get(n, (n,)) for n in shape)
+
+
 def _created(name):
     fun = getattr(_da, name)
+    at = 1 if name == "broadcast_to" else 0  # where the shape is
 
     def create(*args, **kwargs):
         kwargs.pop("order", None)  # memory layout: dask chooses its chunks
         kwargs.pop("subok", None)
+        if "chunks" not in kwargs:
+            shape = args[at] if len(args) > at else kwargs.get("shape")
+            if shape is not None:
+                kwargs["chunks"] = _chunks_for(shape)
         return fun(*args, **kwargs)
 
     create.__name__ = create.__qualname__ = name

@@ -506,7 +506,13 @@ class CompiledFunction:
         if _DASK_NAME in sys.modules:
             lazy = self._dask_impl(args, kwargs)
             if lazy is not None:
-                out = lazy(*args, **kwargs)
+                from runtime import dask_backend
+
+                token = dask_backend.chunked_like(args, kwargs)
+                try:
+                    out = lazy(*args, **kwargs)
+                finally:
+                    dask_backend.reset_chunks(token)
                 return _dask_computed(out) if self.compute else out
         return impl(*args, **kwargs)
 

@@ -347,3 +347,32 @@ def test_gradient_on_a_local_cluster_of_two_processes(data):
         assert len(client.scheduler_info()["workers"]) == 2
     for a, b_ in zip(got, want):
         np.testing.assert_allclose(a, b_, rtol=RTOL, atol=ATOL)
+
+
+
+def test_arrays_made_at_the_data_size_are_chunked_like_the_data(data):
+    """A mean's cotangent broadcast to the data's shape (and zeros preallocated at it) is
+    chunked as the data is, not one chunk of the whole data in one worker."""
+    from dask.callbacks import Callback
+
+    X, y, _, rng = data
+    Xd, yd = da.from_array(X, chunks=(100, 7)), da.from_array(y, chunks=100)
+    ns = dask_backend.NUMPY_ON_DASK
+    token = dask_backend.chunked_like([Xd, yd])
+    try:
+        assert ns.broadcast_to(0.5, (600,)).chunks == yd.chunks
+        assert ns.zeros((600, 3)).chunks == ((100,) * 6, (3,))
+    finally:
+        dask_backend.reset_chunks(token)
+    largest = []
+
+    class Sizes(Callback):
+        def _posttask(self, key, result, dsk, state, worker_id):
+            if isinstance(result, np.ndarray):
+                largest.append(result.shape[0] if result.ndim else 1)
+
+    g = srcgrad.grad(logistic_loss, wrt=("w", "b"))
+    got = g(rng.normal(size=7), 0.1, Xd, yd)
+    with Sizes():
+        got = dask.compute(got, scheduler="sync")[0]
+    assert max(largest) <= 100, "a task made an array longer than the data's chunks"
