@@ -127,25 +127,33 @@ def reset_chunks(token) -> None:
     _CHUNKS.reset(token)
 
 
-def _chunks_for(shape):
+def _chunks_for(shape, like=()):
+    """Chunks for a new array of `shape` from the call's hints; None without hints. With
+    `like` (the shape of the array broadcast_to spreads), its own axes longer than 1 stay
+    one chunk, as a numpy operand's are."""
     hints = _CHUNKS.get()
-    shape = tuple(shape) if numpy.iterable(shape) else (shape,)
     if not hints:
-        return "auto"
-    return tuple(hints.get(n, (n,)) for n in shape)
+        return None
+    shape = tuple(shape) if numpy.iterable(shape) else (shape,)
+    lead = len(shape) - len(like)
+    return tuple((n,) if i >= lead and like[i - lead] != 1 else hints.get(n, (n,))
+                 for i, n in enumerate(shape))
 
 
 def _created(name):
     fun = getattr(_da, name)
-    at = 1 if name == "broadcast_to" else 0  # where the shape is
+    spread = name == "broadcast_to"
+    at = 1 if spread else 0  # where the shape is
 
     def create(*args, **kwargs):
         kwargs.pop("order", None)  # memory layout: dask chooses its chunks
         kwargs.pop("subok", None)
-        if "chunks" not in kwargs:
-            shape = args[at] if len(args) > at else kwargs.get("shape")
-            if shape is not None:
-                kwargs["chunks"] = _chunks_for(shape)
+        shape = args[at] if len(args) > at else kwargs.get("shape")
+        if "chunks" not in kwargs and shape is not None and \
+                not (spread and args and is_dask(args[0])):
+            chunks = _chunks_for(shape, numpy.shape(args[0]) if spread and args else ())
+            if chunks is not None:
+                kwargs["chunks"] = chunks
         return fun(*args, **kwargs)
 
     create.__name__ = create.__qualname__ = name
