@@ -157,7 +157,7 @@ def _created(name):
         return fun(*args, **kwargs)
 
     create.__name__ = create.__qualname__ = name
-    create.__doc__ = f"dask.array.{name} (a lazy array that values can be written into)"
+    create.__doc__ = f"dask.array.{name}, chunked like the running call's dask arguments"
     return create
 
 

@@ -349,7 +349,6 @@ def test_gradient_on_a_local_cluster_of_two_processes(data):
         np.testing.assert_allclose(a, b_, rtol=RTOL, atol=ATOL)
 
 
-
 def test_arrays_made_at_the_data_size_are_chunked_like_the_data(data):
     """A mean's cotangent broadcast to the data's shape (and zeros preallocated at it) is
     chunked as the data is, not one chunk of the whole data in one worker."""
