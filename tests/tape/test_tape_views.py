@@ -46,9 +46,9 @@ def slice_mul_tensor(x, s):
 
 
 def slice_add_sub_div(x, y):
-    a = x.exp()
+    a = x.exp() * 1.0  # (torch saves exp's output for its backward: no writing into it)
     a[::2].add_(y[:2])
-    a[1:].sub_(y * y[::-1])
+    a[1:].sub_(y * y[1:].sum())
     a[:2].div_(y[1:] + 2.0)
     return (a * a).sum()
 
@@ -108,7 +108,7 @@ def setitem_slice(x, y):
 
 
 def setitem_broadcast(m, y):
-    a = m.exp()
+    a = m.exp() * 1.0
     a[:, 1] = y[0]
     a[2] = y * 3.0
     return (a * a).sum()
