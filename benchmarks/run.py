@@ -176,7 +176,7 @@ def render(rows, lat, kinds, mode, argv, elapsed, start=None):
                "cache directory, a fresh process times its first call. All three "
                "include one run of the gradient on the small inputs; `call (small)` is "
                "that run's steady time (the generated function alone). Dispatch overhead: "
-               "calling the transformed object whose generated function (`_impl`) was "
+               "calling the transformed object whose generated function (`_call`) was "
                "replaced by a stub that returns at once, minus calling the stub; the last "
                "column is the plain difference between calling the transformed object and "
                "its generated function on the small inputs (the same overhead, but within "

@@ -16,6 +16,7 @@ import os
 import sys
 import threading
 import types
+import warnings
 import weakref
 from typing import IO, Any, Callable, Sequence, Union, overload
 
@@ -27,6 +28,7 @@ from . import cache as _cache
 from . import guards as _guards
 from . import pytree as _pytree
 from . import scopes as _scopes
+from . import specialize as _specialize
 from . import verbatim as _verbatim
 from .codegen import FunctionCode, emit_module
 from .errors import (InternalError, NotDifferentiableError, OutputTypeError, SrcgradError,
@@ -126,6 +128,9 @@ class CompiledFunction:
     #: with dask arrays among the arguments: compute the results (one dask.compute over all
     #: of them) instead of returning them lazy; set by grad(..., compute=True)
     compute = False
+    #: whether calls repeated with one signature get a variant specialized to it
+    #: (srcgrad.specialize); set by grad(..., specialize=False) and value_and_grad
+    specialize = False
 
     def __init__(self, fun: Callable[..., Any], wrt: Wrt = 0, has_aux: bool = False,
                  argnums: Wrt | None = None, cache: bool = True, fuse: bool = True) -> None:
@@ -142,6 +147,8 @@ class CompiledFunction:
         self.has_aux = bool(has_aux)
         self.use_disk_cache = bool(cache)
         self._impl = None
+        self._call = None  # what a numpy call runs: _impl, or a specialized variant first
+        self._variants = None  # srcgrad.specialize.Variants, once compiled
         self._check = None  # whether what it read at compile time still holds
         self._gpu = None
         self._dask = None  # the generated function bound to numpy's API on dask
@@ -152,6 +159,8 @@ class CompiledFunction:
         self._source = None
         self._graph = None
         self.compile_count = 0
+        self.variant_count = 0  # specialized variants compiled (srcgrad.specialize)
+        self._spec_sources = {}  # signature -> the source of its variant
         self.cache_path = None
         self._compile_lock = threading.RLock()
         self._bound = {}  # id(obj) -> (weakref to obj, the transformation bound to it)
@@ -173,7 +182,7 @@ class CompiledFunction:
             opts["tree"] = "|".join(_pytree.describe(t) for t in self._tree)
         return opts
 
-    def _build(self, fused: bool = False):
+    def _build(self, fused: bool = False, spec=None):
         """Run the pipeline: (source, meta) of the generated module, and the IR. With
         `fused`, runs of elementwise work become kernels (see srcgrad.fusion). grad and
         value_and_grad of several arguments also get a fast path: a second function for
@@ -181,6 +190,10 @@ class CompiledFunction:
         broadcasting is undone and no dtype is cast (a cheap guard picks it)."""
         self._fast_useful = False
         self._reads = []
+        if spec is not None:
+            fc, inputs, header, opt = self._build_one(spec=spec)
+            code = emit_module(fc, inputs, header)
+            return code.text, self._meta(code, bool(self._extra) or self._tree is not None), opt
         fc, inputs, header, opt = self._build_one(fused)
         if self.kind in ("grad", "value_and_grad") and len(self.wrt_index) > 1 and \
                 not fused and self._fast_useful and self._tree is None:
@@ -202,6 +215,7 @@ class CompiledFunction:
                 guards.setdefault(key, guard)
         guards = list(guards.values())
         return {"entry": code.entry, "numpy": code.numpy_name, "positional": positional,
+                "fallback": code.fallback,
                 "scopes": {n: _scopes.describe(s, self.fun) for n, s in code.scopes.items()},
                 "ops": {n: _cache.op_fingerprint(op) for n, op in code.ops.items()},
                 "guards": _guards.describe(guards, self.fun), "_live": live,
@@ -213,14 +227,15 @@ class CompiledFunction:
         return [(star.get(p.kind, "") + p.name, p.kind == p.KEYWORD_ONLY)
                 for p in inspect.signature(self.fun).parameters.values()]
 
-    def _build_one(self, fused: bool = False, same: bool = False):
+    def _build_one(self, fused: bool = False, same: bool = False, spec=None):
         # the prologue makes the `wrt` arguments floating (as_float); jvp takes its
         # primals as they come
         floats = self._float_params()
+        known = None if spec is None else [w if isinstance(w, tuple) else None for w in spec]
         graph, src, reads = lower(self.fun, same=self.wrt_index if same else (), floats=floats,
-                                  trees=self._tree)
+                                  trees=self._tree, spec=known)
         self._reads.append(reads)
-        if not same and self._tree is None:
+        if not same and spec is None and self._tree is None:
             self._fast_useful = _wrt_meet(graph, self.wrt_index)
         wrt = [v for i in self.wrt_index for v in graph.param_leaves[i]]
         result = graph.outputs[0]
@@ -251,7 +266,15 @@ class CompiledFunction:
         check = _scalar_check(opt.outputs[1]) if check is not None else None
         fname = f"{self.kind}_{_ident(self.fun.__name__)}" + ("_same_shapes" if same else "")
         as_float = [] if same else wrt
+        if spec is not None:  # float arrays by the guard need no as_float
+            floating = {v.id for v, w in zip(graph.inputs, spec)
+                        if isinstance(w, tuple) and w[1].kind == "f"}
+            as_float = [v for v in wrt if v.id not in floating]
         fc = self._function_code(fname, src, opt, returns, b.named, as_float, check, nested)
+        if spec is not None:
+            fc.spec = list(zip(graph.inputs, spec))
+            fc.spec_call = [(v.hint, False) for v in graph.inputs] \
+                if self._tree is not None else self._param_names()
         fc.owned, fc.primal = self._owned(returns)
         if not getattr(fc, "floats_fixed", False):
             fc.floats = {v.id for v in wrt}
@@ -260,7 +283,13 @@ class CompiledFunction:
             # wrapper binds the user's call
             fc.params = ", ".join(v.hint for v in graph.inputs)
             fc.extra = list(self._extra)
-        return fc, graph.inputs + self._extra, self._header(src, fname), opt
+        header = self._header(src, fname)
+        if spec is not None:
+            header += "\n# Specialized to these arguments (other calls go to the " \
+                "shape-polymorphic code):" + "".join(
+                    f"\n#   {part}" for part in _specialize.describe(
+                        spec, [v.hint for v in graph.inputs]).split(", "))
+        return fc, graph.inputs + self._extra, header, opt
 
     # what the kinds differ in (subclasses override) -------------------------------------
 
@@ -340,17 +369,18 @@ class CompiledFunction:
         # first calls from several threads at once: one compiles, the others wait for it
         # (a build keeps its state on the instance)
         with self._compile_lock:
-            if self._impl is not None:
+            if self._call is not None:
                 if self._check is None or self._check():
-                    return self._impl
+                    return self._call
                 self.clear()  # a value it read at compile time has changed: compile again
             return self._compile_now()
 
     def _ready(self):
-        """The generated function, compiled again first if a value it read when it was
-        compiled (a global number, a config dict, a helper function...) has changed
-        (srcgrad.guards)."""
-        impl, check = self._impl, self._check
+        """The generated function (or, for numpy calls, a variant specialized to the
+        latest hot signature: srcgrad.specialize), compiled again first if a value it
+        read when it was compiled (a global number, a config dict, a helper function...)
+        has changed (srcgrad.guards)."""
+        impl, check = self._call, self._check
         if impl is None or (check is not None and not check()):
             impl = self._compile()
         return impl
@@ -390,8 +420,93 @@ class CompiledFunction:
             self._code = None
             return self._compile_now(use_cached=False)
         self._source = _cache.source_of(text)
-        self._impl = impl
+        self._impl = self._call = impl
+        if self.specialize and self._specializable():
+            self._variants = _specialize.Variants(impl, self._variant, self._arg_values,
+                                                  self._settle)
+            self._call = self._variants.miss
+        return self._call
+
+    # -- variants specialized to a signature (srcgrad.specialize) ---------------------------
+
+    def _specializable(self) -> bool:
+        return not any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+                       for p in inspect.signature(self.fun).parameters.values())
+
+    def _arg_values(self, args, kwargs) -> list:
+        """The values of the generated function's inputs in a call (the leaves, for an
+        entry of structured arguments: they come as they are)."""
+        return list(args) if self._tree is not None else _bind(self.fun, args, kwargs)
+
+    def _settle(self, first):
+        """Make `first` what calls run first (a new variant; the general function when
+        variants are given up)."""
+        if self._variants is not None and self._impl is not None:
+            self._call = first
+
+    def _variant_module(self, sig):
+        """(text, path, meta) of the variant for signature `sig` (cached like the
+        general module, keyed by the signature too)."""
+        opts = dict(self._options(), spec=_specialize.describe(
+            sig, [str(i) for i in range(len(sig))]))
+        key = None
+        if self.use_disk_cache and _cache.cache_dir() is not None:
+            key = _cache.cache_key(self.fun, opts)
+            loaded = _cache.load(key)
+            if loaded is not None and _bindable(self.fun, loaded[1]) is not None and \
+                    self._find_ops(loaded[1]):
+                text, meta, path = loaded
+                return text, path, meta
+        text, meta, _ = self._guarded_build(spec=sig)
+        self.variant_count += 1
+        path = _store(key, text, meta)
+        if path is None:
+            path = f"<srcgrad {meta['entry']} specialized {len(self._spec_sources) + 1}>"
+        return text, path, meta
+
+    def _variant(self, sig):
+        """The variant for `sig`, bound (its guard's fallback: `Variants.miss`). A variant
+        that fails to build is a bug in srcgrad: the call runs the general function
+        (which built), with a warning that says so."""
+        try:
+            module = self._variant_module(sig)
+            impl = self._bind(None, module)
+        except Exception as err:  # noqa: BLE001 (the general function is the answer)
+            warnings.warn(f"srcgrad could not specialize {self.fun.__qualname__!r} to its "
+                          f"arguments' shapes ({type(err).__name__}: {err}); it runs the "
+                          "shape-polymorphic code. This is a bug in srcgrad; please report "
+                          "it", RuntimeWarning, stacklevel=4)
+            return self._impl
+        self._spec_sources[sig] = _cache.source_of(module[0])
         return impl
+
+    def specialized_source(self, *args: Any, **kwargs: Any) -> str:
+        """The source of the variant specialized to these arguments' shapes and dtypes
+        (compiled now if it was not yet): what repeated calls with them run."""
+        if not self.specialize:
+            raise ValueError(f"srcgrad.{self.kind}({self.fun.__name__}) was made with "
+                             "specialize=False: it has no specialized variants")
+        target, values = self, None
+        if any(isinstance(a, _CONTAINERS) for a in list(args) + list(kwargs.values())):
+            found = self._structured_entry(args, kwargs)
+            if found is not None:
+                target, values = found
+        target._ready()
+        if target._variants is None:
+            raise TypeError(f"srcgrad.{self.kind}({self.fun.__name__}): a function with "
+                            "*args or **kwargs is not specialized")
+        if values is None:
+            values = target._arg_values(args, kwargs)
+        sig = _specialize.signature(values)
+        if sig is None:
+            raise TypeError("specialized variants are made for numpy arrays, Python numbers "
+                            "and None; an argument here is of another type")
+        if sig not in target._spec_sources:
+            target._variants.add(sig)
+        if sig not in target._spec_sources:
+            raise RuntimeError(f"srcgrad could not specialize {self.fun.__qualname__!r} "
+                               "(see the warning)")
+        return target._spec_sources[sig]
 
     def _guarded_build(self, **kw):
         """`_build`, with an unexpected failure inside srcgrad reported as an InternalError
@@ -422,8 +537,9 @@ class CompiledFunction:
                 loaded = _cache.load(key)
                 if loaded is not None and _bindable(self.fun, loaded[1]) is not None and \
                         self._find_ops(loaded[1]):
-                    self._fused = loaded
-                    return loaded
+                    text, meta, path = loaded  # (what _bind takes: text, path, meta)
+                    self._fused = (text, path, meta)
+                    return self._fused
             text, meta, _ = self._guarded_build(fused=True)
             path = _store(key, text, meta)
             if path is None:
@@ -444,6 +560,8 @@ class CompiledFunction:
         ns = {"__name__": f"srcgrad_generated.{meta['entry']}"}
         code = self._code if module is None or module is self._module else None
         _cache.exec_source(text, path, ns, code)
+        if meta.get("fallback"):  # a specialized variant: other calls go back through here
+            ns[meta["fallback"]] = self._variants.miss
         if xp is not None:
             ns[meta["numpy"]] = xp  # the same code, on the GPU
             for key in [k for k in ns if k.endswith("_cuda") and k.startswith("_fused_")]:
@@ -529,10 +647,20 @@ class CompiledFunction:
     # -- structured arguments (srcgrad.pytree) ----------------------------------------------
 
     def _call_structured(self, args, kwargs):
+        found = self._structured_entry(args, kwargs)
+        if found is None:
+            return self._run(self._ready(), args, kwargs)
+        entry, leaves = found
+        out = entry._run(entry._ready(), leaves, {})
+        return entry._restore(out) if entry._namedtuples else out
+
+    def _structured_entry(self, args, kwargs):
+        """(the entry compiled for these arguments' structures, their leaves), or None
+        when no argument is a structure after all."""
         full = _bind(self.fun, args, kwargs)
         wrt = set(self.wrt_index)
         if not any(_pytree.is_structured(a, i in wrt) for i, a in enumerate(full)):
-            return self._run(self._ready(), args, kwargs)
+            return None
         if self.kind not in ("grad", "value_and_grad", "vjp") or \
                 isinstance(self, NestedGradFunction):
             raise _structures_refused(self.kind, self.fun)
@@ -555,8 +683,7 @@ class CompiledFunction:
                     entry = self._entry(key)
                     self._entries[key] = entry
         self._last_entry = entry
-        out = entry._run(entry._ready(), leaves, {})
-        return entry._restore(out) if entry._namedtuples else out
+        return entry, leaves
 
     def _entry(self, key):
         """The transformation of the same function for arguments of these structures."""
@@ -564,7 +691,7 @@ class CompiledFunction:
         entry = type(self)(self.fun, wrt=wrt, has_aux=self.has_aux,
                            cache=self.use_disk_cache, fuse=self.fuse)
         entry._tree, entry._parent = key, self
-        entry.compute = self.compute
+        entry.compute, entry.specialize = self.compute, self.specialize
         entry._namedtuples = any(_pytree.has_namedtuple(key[i]) for i in self.wrt_index)
         return entry
 
@@ -607,6 +734,8 @@ class CompiledFunction:
     def clear(self) -> None:
         """Forget the generated code (the next call compiles or loads it again)."""
         self._impl = self._gpu = self._dask = self._module = self._fused = self._check = None
+        self._call = self._variants = None
+        self._spec_sources = {}
         self._source = self._graph = None
         self._entries = {}
         self._last_entry = None
@@ -631,7 +760,7 @@ class CompiledFunction:
                              "wrt='x'")
         new = self._rebound(self.fun.__get__(obj, objtype),
                             tuple(wrt) if self.wrt_tuple else wrt[0])
-        new.compute = self.compute
+        new.compute, new.specialize = self.compute, self.specialize
         try:
             ref = weakref.ref(obj, lambda _, k=id(obj): self._bound.pop(k, None))
         except TypeError:
@@ -1576,19 +1705,20 @@ def _alias_argnum(wrt, argnums, argnum):
 
 @overload
 def grad(fun: None = None, *, wrt: Wrt = 0, has_aux: bool = False, argnums: Wrt | None = None,
-         argnum: Wrt | None = None, cache: bool = True, fuse: bool = True, compute: bool = False
-         ) -> Callable[[Callable[..., Any]], CompiledFunction]: ...
+         argnum: Wrt | None = None, cache: bool = True, fuse: bool = True, compute: bool = False,
+         specialize: bool = True) -> Callable[[Callable[..., Any]], CompiledFunction]: ...
 
 
 @overload
 def grad(fun: Callable[..., Any], *, wrt: Wrt = 0, has_aux: bool = False,
          argnums: Wrt | None = None, argnum: Wrt | None = None, cache: bool = True,
-         fuse: bool = True, compute: bool = False) -> CompiledFunction: ...
+         fuse: bool = True, compute: bool = False, specialize: bool = True
+         ) -> CompiledFunction: ...
 
 
 def grad(fun: Callable[..., Any] | None = None, *, wrt: Wrt = 0, has_aux: bool = False,
          argnums: Wrt | None = None, argnum: Wrt | None = None, cache: bool = True,
-         fuse: bool = True, compute: bool = False
+         fuse: bool = True, compute: bool = False, specialize: bool = True
          ) -> CompiledFunction | Callable[[Callable[..., Any]], CompiledFunction]:
     """The gradient of `fun`, a function with a scalar output, as generated Python code.
 
@@ -1603,20 +1733,27 @@ def grad(fun: Callable[..., Any] | None = None, *, wrt: Wrt = 0, has_aux: bool =
     Called with dask arrays among the arguments, the same generated code runs on them
     lazily and returns dask arrays; `compute=True` returns them computed instead (one
     `dask.compute` over all the results).
+
+    Called three times with numpy arrays of the same shapes and dtypes (and numbers of
+    the same types), the gradient gets a variant specialized to them: every broadcast,
+    cast and shape computation resolved when it is compiled, behind a guard that sends
+    other calls to the shape-polymorphic code (at most 4 variants; see
+    `specialized_source`). `specialize=False` keeps to the polymorphic code.
     """
     argnums = _alias_argnum(wrt, argnums, argnum)
     if fun is None:
         return functools.partial(grad, wrt=wrt, has_aux=has_aux, argnums=argnums, cache=cache,
-                                 fuse=fuse, compute=compute)
+                                 fuse=fuse, compute=compute, specialize=specialize)
     if isinstance(fun, CompiledFunction):
         return _computing(NestedGradFunction(fun, wrt, has_aux, argnums, cache), compute)
-    return _computing(GradFunction(fun, wrt, has_aux, argnums, cache, fuse), compute)
+    return _computing(GradFunction(fun, wrt, has_aux, argnums, cache, fuse), compute,
+                      specialize)
 
 
 @overload
 def value_and_grad(fun: None = None, *, wrt: Wrt = 0, has_aux: bool = False,
                    argnums: Wrt | None = None, argnum: Wrt | None = None, cache: bool = True,
-                   fuse: bool = True, compute: bool = False
+                   fuse: bool = True, compute: bool = False, specialize: bool = True
                    ) -> Callable[[Callable[..., Any]], ValueAndGradFunction]:
     ...
 
@@ -1624,26 +1761,32 @@ def value_and_grad(fun: None = None, *, wrt: Wrt = 0, has_aux: bool = False,
 @overload
 def value_and_grad(fun: Callable[..., Any], *, wrt: Wrt = 0, has_aux: bool = False,
                    argnums: Wrt | None = None, argnum: Wrt | None = None, cache: bool = True,
-                   fuse: bool = True, compute: bool = False) -> ValueAndGradFunction: ...
+                   fuse: bool = True, compute: bool = False, specialize: bool = True
+                   ) -> ValueAndGradFunction: ...
 
 
 def value_and_grad(fun: Callable[..., Any] | None = None, *, wrt: Wrt = 0,
                    has_aux: bool = False, argnums: Wrt | None = None,
                    argnum: Wrt | None = None, cache: bool = True, fuse: bool = True,
-                   compute: bool = False
+                   compute: bool = False, specialize: bool = True
                    ) -> ValueAndGradFunction | Callable[[Callable[..., Any]],
                                                         ValueAndGradFunction]:
     """Like `grad`, but returns `(value, grads)`; fits `scipy.optimize.minimize(jac=True)`
-    (with dask arrays among the arguments, pass `compute=True` there)."""
+    (with dask arrays among the arguments, pass `compute=True` there). Specialized to
+    hot signatures as `grad` is (`specialize=False` keeps to the polymorphic code)."""
     argnums = _alias_argnum(wrt, argnums, argnum)
     if fun is None:
         return functools.partial(value_and_grad, wrt=wrt, has_aux=has_aux, argnums=argnums,
-                                 cache=cache, fuse=fuse, compute=compute)
-    return _computing(ValueAndGradFunction(fun, wrt, has_aux, argnums, cache, fuse), compute)
+                                 cache=cache, fuse=fuse, compute=compute,
+                                 specialize=specialize)
+    return _computing(ValueAndGradFunction(fun, wrt, has_aux, argnums, cache, fuse), compute,
+                      specialize)
 
 
-def _computing(f: CompiledFunction, compute: bool) -> CompiledFunction:
+def _computing(f: CompiledFunction, compute: bool, specialize: bool = False
+               ) -> CompiledFunction:
     f.compute = bool(compute)
+    f.specialize = bool(specialize)
     return f
 
 

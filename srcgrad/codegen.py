@@ -106,6 +106,11 @@ class FunctionCode:
         self.prefer = prefer_names or {}
         self.docstring = docstring
         self.fast = fast
+        # a variant specialized to its arguments (srcgrad.specialize): [(input Var, what
+        # it was: (shape, dtype) of an array, else its type)] and the call to the
+        # shape-polymorphic function for calls it does not fit: [(parameter, keyword-only)]
+        self.spec = None
+        self.spec_call = None
         self.extra = []  # inputs after the user's parameters, named here (called by position)
         self.owned = False  # its returned arrays must be fresh (see srcgrad.fresh)...
         self.primal = set()  # ... but for these ids (the function's own value)
@@ -139,9 +144,10 @@ class ModuleCode:
     in it, and the module-level names the caller binds (`scopes`: name -> Scope that user
     arrays are read from; `ops`: name -> custom primitive)."""
 
-    def __init__(self, text, entry, numpy_name, scopes, ops):
+    def __init__(self, text, entry, numpy_name, scopes, ops, fallback=None):
         self.text, self.entry, self.numpy_name = text, entry, numpy_name
         self.scopes, self.ops = scopes, ops
+        self.fallback = fallback  # a specialized variant's: where the general function goes
 
 
 class _Namer:
@@ -200,6 +206,8 @@ class _Module:
         self.namers: list[_Namer] = []  # of every function: the locals they chose
         self.local_reserved = self.names.used  # no local may shadow any of these
         self.modules: dict[str, str] = {}  # modules statements run as written use -> name
+        self.dtypes: dict[str, str] = {}  # dtype.str -> its module-level name (guards)
+        self.fallback: str | None = None  # a specialized variant's general function
 
     def g(self, name: str) -> str:
         """The name under which the code reads module-level or builtin `name`."""
@@ -231,6 +239,18 @@ class _Module:
         if modname not in self.modules:
             self.modules[modname] = self.bind(hint)
         return self.modules[modname]
+
+    def dtype(self, dtype) -> str:
+        """The module-level name of a numpy dtype object (a specialized variant's guard)."""
+        dtype = numpy.dtype(dtype)
+        if dtype.str not in self.dtypes:
+            self.dtypes[dtype.str] = self.bind(dtype.name if dtype.isnative else "dtype")
+        return self.dtypes[dtype.str]
+
+    def general(self) -> str:
+        if self.fallback is None:
+            self.fallback = self.bind("general")
+        return self.fallback
 
     def holder(self, scope) -> str:
         if scope.key not in self.scopes:
@@ -382,6 +402,8 @@ def _emit_function(fc: FunctionCode, namer: _Namer, em: _Emitter, inputs, indent
         lines.append(f'{body}"""{fc.docstring}"""')
     if fc.fast is not None:
         lines.extend(body + ln for ln in _guard(fc.fast, em.mod))
+    if fc.spec is not None:
+        lines.extend(body + ln for ln in _spec_guard(fc, namer, em.mod))
     for v in fc.as_float:
         x = namer.names[v.id]
         lines.append(f"{body}{x} = {em.mod.g('as_float')}({x})")
@@ -409,6 +431,25 @@ def _guard(fast, mod: _Module) -> list:
     args = ", ".join(f"{n}={n}" if kw else n for n, kw in params)
     return [f"if ({cond}):",
             f"    return {fast_fc.module_name}({args})  # one shape, one dtype: nothing to undo"]
+
+
+def _spec_guard(fc, namer, mod: _Module) -> list:
+    """The test that sends a call a specialized variant does not fit (other shapes, dtypes
+    or types) to the shape-polymorphic function."""
+    parts = []
+    for v, what in fc.spec:
+        x = namer.names[v.id]
+        if isinstance(what, tuple):
+            shape, dtype = what
+            parts.append(f"{mod.g('type')}({x}) is {mod.g('ndarray')} and {x}.shape == "
+                         f"{shape!r} and {x}.dtype == {mod.dtype(dtype)}")
+        else:
+            parts.append(f"{x} is None" if what is type(None) else
+                         f"{mod.g('type')}({x}) is {mod.g(what.__name__)}")
+    cond = "\n        and ".join(parts)
+    args = ", ".join(f"{n}={n}" if kw else n for n, kw in fc.spec_call)
+    return [f"if not ({cond}):",
+            f"    return {mod.general()}({args})  # the shape-polymorphic code"]
 
 
 def _module_arrays(fc: FunctionCode) -> list:
@@ -1155,8 +1196,24 @@ def _emit_planned(fc, inputs, header, ops, clashes):
     imported = {n: loc for n, loc in imported.items() if loc is not None}
     text = "\n".join([header] + _imports(mod) + _op_imports(imported) +
                       _bound(scopes, {n: op for n, op in bound_ops.items()
-                                      if n not in imported}) + ["", ""] + body) + "\n"
-    return ModuleCode(text, fc.module_name, mod.alias.get("np", "np"), scopes, bound_ops), set()
+                                      if n not in imported}) + _variant_names(mod) +
+                      ["", ""] + body) + "\n"
+    return ModuleCode(text, fc.module_name, mod.alias.get("np", "np"), scopes, bound_ops,
+                      mod.fallback), set()
+
+
+def _variant_names(mod: _Module) -> list:
+    """A specialized variant's module-level names: the dtypes its guard compares with, and
+    the general function it hands other calls to (srcgrad binds it when it loads the
+    module; printed and run alone, the module refuses such calls)."""
+    np_ = mod.alias.get("np", "np")
+    lines = [f"{name} = {np_}.dtype({d!r})" for d, name in mod.dtypes.items()]
+    if mod.fallback is not None:
+        lines += ["", "", f"def {mod.fallback}(*args, **kwargs):",
+                  "    # bound by srcgrad to the shape-polymorphic function",
+                  '    raise TypeError("this module was specialized to other shapes and '
+                  'dtypes of its arguments")']
+    return ([""] if lines else []) + lines
 
 
 def _op_location(op):

@@ -39,7 +39,8 @@ from .errors import (RecursiveCallError, SrcgradError, UnknownFunctionError,
 from .frontend import Source, lambda_as_def, parse_function
 from .ir import (COND, FOR, SCALAR, WHILE, Block, Graph, Loc, StaticValueNeeded, Var, checked,
                  has_var)
-from .staging import INT, IS_NONE, LEN, Builder, staging
+from .staging import INT, IS_NONE, LEN, Builder, dtype_class, staging
+from .staging import known as staging_known
 from .scopes import Path, scope_of, self_scope
 from . import pytree, verbatim
 
@@ -1969,7 +1970,7 @@ def _parameters(low, params, varargs, trees):
     return inputs, values, leaves
 
 
-def lower(fn, same=(), floats=(), trees=None) -> tuple[Graph, Source, dict]:
+def lower(fn, same=(), floats=(), trees=None, spec=None) -> tuple[Graph, Source, dict]:
     """Lower `fn` to a Graph whose inputs are its parameters and whose outputs are its
     return value (flattened: see `Graph.outputs`). Returns (graph, source, reads): what it
     read from outside the function (srcgrad.guards).
@@ -1978,7 +1979,10 @@ def lower(fn, same=(), floats=(), trees=None) -> tuple[Graph, Source, dict]:
     point (the generated code makes them so). `trees` (srcgrad.pytree) gives, per
     parameter, the treedef of a structured argument (None for one value): the parameter
     is then bound to that structure of Vars, one graph input per run-time leaf, and
-    `graph.params` holds each parameter's value (a Var or a structure)."""
+    `graph.params` holds each parameter's value (a Var or a structure). `spec` (a variant
+    specialized to its arguments, srcgrad.specialize) gives per graph input the
+    (shape, dtype) of a numpy array, or None: those shapes and dtypes are then known at
+    compile time (a guard in the generated code holds the call to them)."""
     src = parse_function(fn)
     a = src.tree.args
     low = Lowerer(src, Builder(), {}, (fn.__code__,))
@@ -2000,6 +2004,9 @@ def lower(fn, same=(), floats=(), trees=None) -> tuple[Graph, Source, dict]:
             v.dclass = ("f", v.id)
     for i in same:
         inputs[i].sclass, inputs[i].dclass = ("same",), ("same",)
+    for v, known in zip(inputs, spec or ()):
+        if known is not None:
+            v.sclass, v.dclass = staging_known(known[0]), dtype_class(known[1])
     low.env.update(zip(params, values))
     low.b.frozen = {id(c) for v in values for c in _containers(v)}  # the caller's structures
     with staging(low.b):

@@ -22,10 +22,14 @@ import numbers
 import numpy
 
 from runtime import ops
+from runtime.ops import linalg as _linalg
 from runtime.ops.core import literal
 
 from .ir import COND, FOR, POP, PUSH, SCALAR, WHILE, Eqn, Graph, Var, checked, iter_vars
-from .staging import Builder, staging
+from .staging import (Builder, dtype_class, known_out_shape, known_shape, number_spread,
+                      staging)
+
+FLOAT64 = dtype_class(numpy.float64)
 
 __all__ = ["optimize", "PASSES"]
 
@@ -165,9 +169,78 @@ def _rw_to_shape(e, c):
     src = c.shape_source(s)
     if src is not None and _same_shape(x, src):
         return x
+    if isinstance(s, tuple) and known_shape(x) == s:
+        return x  # a specialized variant's: both shapes known
+    if e.prim is ops.sum_to and isinstance(s, tuple) and known_shape(x) is not None:
+        return _sum_to_known(x, known_shape(x), s)
     if src is not None and src.sclass == SCALAR and _is_const(x) and e.prim is not ops.reshape:
         return x  # a Python number already acts as a 0-d array
     return _KEEP
+
+
+def _sum_to_known(x, xs, s):
+    """sum_to(x, s) with both shapes known: the one reduction it comes to."""
+    lead = len(xs) - len(s)
+    if lead < 0 or any(d not in (1, xd) for d, xd in zip(s, xs[lead:])):
+        return _KEEP  # (not a sum_to numpy could do: left to raise at run time)
+    ones = tuple(lead + i for i, d in enumerate(s) if d == 1 and xs[lead + i] != 1)
+    axes = tuple(range(lead)) + ones
+    if not axes:
+        return ops.reshape(x, s)  # only leading 1s to drop
+    if not ones:
+        return ops.sum(x, axis=axes if len(axes) > 1 else axes[0])
+    r = ops.sum(x, axis=axes if len(axes) > 1 else axes[0], keepdims=True)
+    return r if not lead else ops.reshape(r, s)
+
+
+def _unbroadcast(e, c):
+    """An elementwise op's operand `broadcast_to(a, S)` where the op's result has shape S
+    anyway (all shapes known, in a specialized variant): `a` itself, numpy broadcasts it.
+    Only where the dtype cannot change: `a` an array of at least one dimension (whose
+    dtype broadcast_to keeps), or a Python float beside float64 arrays."""
+    out = known_shape(e.outs[0])
+    if out is None or not e.prim.elementwise or e.prim.shape_arg is not None:
+        return _KEEP
+    ins, changed = list(e.ins), False
+    for i, v in enumerate(ins):
+        p = _producer_is(c, v, ops.broadcast_to)
+        if p is None or p.ins[1] != out:
+            continue
+        a = p.ins[0]
+        others = [w for j, w in enumerate(ins) if j != i]
+        if isinstance(a, Var) and known_shape(a) not in (None, ()) or \
+                type(a) is float and all(_float64(w) or _is_const(w) for w in others):
+            ins[i], changed = a, True
+    if not changed or known_out_shape(e.prim, ins, e.params) != out:
+        return _KEEP
+    return e.prim(*ins, **e.params)
+
+
+def _float64(v) -> bool:
+    return isinstance(v, Var) and v.kind == "array" and v.dclass == FLOAT64
+
+
+def _rw_bilinear_known(e, c):
+    """matmul_grad_a / matmul_grad_b of matrices of known shapes (a specialized variant):
+    `g @ b.T` and `a.T @ g`, with nothing left to reduce."""
+    g, a, b = e.ins
+    shapes = [known_shape(v) for v in (g, a, b)]
+    if any(s is None or len(s) != 2 for s in shapes) or \
+            len({v.dclass for v in (g, a, b)}) != 1:
+        return _KEEP
+    if e.prim is _linalg.matmul_grad_a:
+        return ops.matmul(g, ops.transpose(b)) if shapes[0][0] == shapes[1][0] else _KEEP
+    return ops.matmul(ops.transpose(a), g) if shapes[0][1] == shapes[2][1] else _KEEP
+
+
+def _rw_broadcast_shapes(e, c):
+    """broadcast_shapes(s, ()) is s: a 0-d operand (a known one) widens nothing."""
+    kept = [s for s in e.ins if not (isinstance(s, tuple) and s == ())]
+    if len(kept) == len(e.ins):
+        return _KEEP
+    if len(kept) == 1:
+        return kept[0]
+    return ops.broadcast_shapes(*kept) if kept else ()
 
 
 def _rw_where(e, c):
@@ -229,7 +302,8 @@ _REWRITES = {
     ops.divide: _rw_divide, ops.power: _rw_power, ops.negative: _rw_negative,
     ops.sum_to: _rw_to_shape, ops.broadcast_to: _rw_to_shape, ops.reshape: _rw_to_shape,
     ops.where: _rw_where, ops.shape: _rw_shape, ops.reduced_size: _rw_reduced_size,
-    ops.cast_like: _rw_cast_like,
+    ops.cast_like: _rw_cast_like, ops.broadcast_shapes: _rw_broadcast_shapes,
+    _linalg.matmul_grad_a: _rw_bilinear_known, _linalg.matmul_grad_b: _rw_bilinear_known,
 }
 
 # rewrites that stage the same rewrite one step further up a chain of values: what they
@@ -240,7 +314,10 @@ _CHAINS = (ops.shape, ops.reduced_size)
 def _simplify(e: Eqn, c: _Ctx):
     """A replacement value for e's output, or _KEEP."""
     rule = _REWRITES.get(e.prim)
-    return _KEEP if rule is None else rule(e, c)
+    r = _KEEP if rule is None else rule(e, c)
+    if r is _KEEP and e.prim.elementwise:
+        r = _unbroadcast(e, c)
+    return r
 
 
 def _key(e: Eqn):
@@ -377,7 +454,7 @@ class _Run:
         if e.prim.kind == "shape_of" and isinstance(e.ins[0], Var):
             self.shape_source[out.id] = e.ins[0]
         # with simpler inputs the shape and dtype facts may now be provable
-        self.facts._classes(e.prim, e.ins, e.params, out)
+        self.facts.classify(e.prim, e.ins, e.params, out)
         k = _key(e)
         if "simplify" in self.passes and (self.shapes or e.prim.kind != "shape_of"):
             memo = seen.simplified.get((k, e.phase), _KEEP) if k is not None else _KEEP
@@ -395,7 +472,8 @@ class _Run:
                     seen.simplified[(k, e.phase)] = r
                 return staged
         if "fold" in self.passes and not any(isinstance(a, Var) for a in e.ins) and \
-                not e.prim.creator and e.prim.impl is not None and e.prim.pure:
+                not e.prim.creator and e.prim.impl is not None and e.prim.pure and \
+                not number_spread(e.prim, e.ins):
             value = e.prim.impl(*e.ins, **e.params)
             if not isinstance(value, numpy.ndarray) or value.size <= 16:
                 self.subst[out.id] = value

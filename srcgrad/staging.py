@@ -22,7 +22,7 @@ from runtime.ops.core import Primitive, call
 from .guards import Reads
 from .ir import SCALAR, Eqn, Loc, StaticValueNeeded, Var, has_var, set_builder
 
-__all__ = ["Builder", "staging", "floating_dclass", "PACK", "MAKE_SLICE", "LEN", "INT",
+__all__ = ["Builder", "staging", "floating_dclass", "known", "known_shape", "dtype_class", "known_out_shape", "number_spread", "PACK", "MAKE_SLICE", "LEN", "INT",
            "CHECK_SCALAR", "IS_NONE"]
 
 
@@ -167,14 +167,18 @@ class Builder:
             if isinstance(a, (tuple, slice)) and has_var(a):
                 args[i] = self.index_value(a)
         if not any(isinstance(a, Var) for a in args) and not prim.creator and \
-                prim.pure:  # an impure op (random draws...) is called at every run
+                prim.pure and not number_spread(prim, args):  # an impure op is called every run
             result = prim.impl(*args, **params)
             if not isinstance(result, numpy.ndarray) or result.size <= 16:
                 return result  # constant folding
+        if prim.meta and prim.zero_grad and any(known_shape(a) is not None for a in args):
+            folded = _shape_only(prim, args, params)
+            if folded is not _UNFOLDED:
+                return folded  # shape, ndim... of an array whose shape a variant knows
         hint = f"{args[0].hint}_shape" if prim.kind == "shape_of" and isinstance(args[0], Var) \
             else self.hint
         out = Var(hint, kind=self._kind(prim, args))
-        self._classes(prim, args, params, out)
+        self.classify(prim, args, params, out)
         self.eqns.append(Eqn(prim, args, [out], dict(params), self.loc, self.phase))
         self._record(prim, args, out)
         return out
@@ -215,6 +219,15 @@ class Builder:
         # from them (broadcast_to(1.0, shape), reshape...) is an array
         return "meta" if prim.on_meta else "array"
 
+    def classify(self, prim, args, params, out):
+        """Label `out`, the result of `prim(*args, **params)`, with its shape and dtype
+        classes: the facts the primitive declares, and its known shape where its operands'
+        are known (a specialized variant's)."""
+        self._classes(prim, args, params, out)
+        if out.kind == "array" and (prim.shape_arg is not None or
+                                    all(_shape_told(a) for a in args)):
+            _known_class(prim, args, params, out)
+
     def _classes(self, prim, args, params, out):
         """Propagate same-shape / same-dtype facts (see ir.Var) from what the primitive
         declares (runtime.ops.core.Primitive: kind, dtype, shape_arg, shape_like...)."""
@@ -237,7 +250,104 @@ class Builder:
         if isinstance(x, Var) and (prim.dtype == "same" or floating_dclass(x.dclass)):
             out.dclass = x.dclass
         elif type(x) is float:
-            out.dclass = ("f", out.id)  # np.broadcast_to(1.0, s): float64
+            out.dclass = dtype_class(numpy.float64)  # np.broadcast_to(1.0, s): float64
+
+
+# ---- shapes known at compile time (a variant specialized to its arguments' shapes) --------
+
+def known(shape: tuple) -> tuple:
+    """The shape class of values of this one shape (`SCALAR` for 0-d)."""
+    return SCALAR if shape == () else ("k", tuple(shape))
+
+
+def dtype_class(dtype) -> tuple:
+    """The dtype class of values of this one dtype (floating ones marked as such)."""
+    dtype = numpy.dtype(dtype)
+    return ("f" if dtype.kind == "f" else "k", dtype.str)
+
+
+def known_shape(v) -> "tuple | None":
+    """The shape of array Var `v` where its class tells it (a `known` class), else None."""
+    if isinstance(v, Var) and v.kind == "array" and v.const_name is None:
+        c = v.sclass
+        if c[0] == "k":
+            return c[1]
+        if c == SCALAR:
+            return ()
+    return None
+
+
+def number_spread(prim, args) -> bool:
+    """A number broadcast to a shape: kept as it is (not folded into an array constant),
+    so that numpy broadcasts the number where the result meets an array."""
+    return prim.shape_arg is not None and \
+        isinstance(args[0], numbers.Number) and args[prim.shape_arg] != ()
+
+
+def _shape_told(a) -> bool:
+    """Is what a shape rule needs of operand `a` known: a constant, or an array of a known
+    class (SCALAR or `known`)?"""
+    if not isinstance(a, Var):
+        return not isinstance(a, (list, tuple)) or not has_var(a)
+    return a.kind == "array" and a.const_name is None and \
+        (a.sclass == SCALAR or a.sclass[0] == "k")
+
+
+def _described(a):
+    from runtime.ops.shape_rules import UNKNOWN, Shaped
+
+    if not isinstance(a, Var):
+        return a
+    if a.kind == "array" and a.sclass == SCALAR and a.const_name is None:
+        return Shaped(())
+    shape = known_shape(a)
+    return UNKNOWN if shape is None else Shaped(shape)
+
+
+_UNFOLDED = object()
+
+
+def _shape_only(prim, args, params):
+    """A shape-only primitive (shape, ndim, reduced_size, len) of arrays of known shapes,
+    evaluated now on arrays that hold no memory; `_UNFOLDED` where an operand is not
+    known."""
+    vals = []
+    for a in args:
+        if isinstance(a, Var):
+            if a.kind != "array" or a.const_name is not None:
+                return _UNFOLDED
+            shape = () if a.sclass == SCALAR else known_shape(a)
+            if shape is None:
+                return _UNFOLDED
+            a = numpy.broadcast_to(numpy.zeros(()), shape)
+        vals.append(a)
+    return prim.impl(*vals, **params)
+
+
+def known_out_shape(prim, args, params) -> "tuple | None":
+    """The shape of `prim(*args, **params)` where every operand's shape is known (a
+    constant, or an array of a known class), else None."""
+    from runtime.ops.shape_rules import ShapeMismatch
+
+    if not all(_shape_told(a) for a in args):
+        return None
+    try:
+        return prim.out_shape([_described(a) for a in args], params)
+    except ShapeMismatch:
+        return None
+
+
+def _known_class(prim, args, params, out):
+    """Give `out` the `known` class of its shape where its operands' shapes are known
+    (a specialized variant's): the primitive's shape rule tells it."""
+    from runtime.ops.shape_rules import ShapeMismatch
+
+    try:
+        shape = prim.out_shape([_described(a) for a in args], params)
+    except ShapeMismatch:
+        return  # the call raises at run time, as numpy says
+    if shape is not None:
+        out.sclass = known(shape)
 
 
 def _shape_class(prim, args, params, arrays, sclass):

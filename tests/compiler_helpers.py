@@ -115,7 +115,43 @@ def check_grad(fn, args, wrt=0, *, tape=True, fd=True, kwargs=None, fd_rtol=FD_R
             num = finite_differences(fn, args, i, kwargs=kwargs)
             assert_close(gi, num, fd_rtol, fd_atol, f"srcgrad vs finite differences, "
                          f"argument {i}")
+    check_specialized(g, fn, args, got if isinstance(wrt, (tuple, list)) else got[0], kwargs)
     return got
+
+
+def check_specialized(g, fn, args, want, kwargs=None):
+    """The variant of `g` specialized to these arguments' shapes and dtypes
+    (srcgrad.specialize) gives what the shape-polymorphic code gave (`want`), up to
+    rounding. Skipped where there is no variant to make: `g` is not a transformation that
+    specializes, or an argument is not a numpy array, a number or None."""
+    import inspect
+
+    from srcgrad import specialize
+
+    kwargs = kwargs or {}
+    if not getattr(g, "specialize", False):
+        return
+    params = inspect.signature(fn).parameters.values()
+    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
+        return
+    bound = inspect.signature(fn).bind(*args, **kwargs)
+    bound.apply_defaults()
+    if specialize.signature(bound.arguments.values()) is None:
+        return
+    source = g.specialized_source(*args, **kwargs)
+    assert "Specialized to" in source
+    got = g(*args, **kwargs)  # the variant runs first now
+    for k, (a, b) in enumerate(zip(_flat(got), _flat(want))):
+        scale = 1.0 + float(np.max(np.abs(b), initial=0.0))
+        assert np.shape(a) == np.shape(b), f"specialized variant, result {k}: shape"
+        assert np.asarray(a).dtype == np.asarray(b).dtype, f"specialized variant, result {k}"
+        assert_close(a, b, 1e-9, 1e-12 * scale, f"specialized variant vs general, result {k}")
+
+
+def _flat(x):
+    if isinstance(x, (tuple, list)):
+        return [y for v in x for y in _flat(v)]
+    return [x]
 
 
 # ---- structures (dicts, lists, tuples, namedtuples) leaf by leaf ---------------------------

@@ -36,6 +36,7 @@ if _TESTS not in sys.path:
 
 import corpus  # noqa: E402
 from corpus import branches, calls, combined, loops, unsupported, whiles  # noqa: E402
+from compiler_helpers import check_specialized  # noqa: E402
 
 CORPUS_DIR = os.path.dirname(os.path.abspath(corpus.__file__))
 CORPUS_MODULES = (branches, loops, whiles, calls, combined)
@@ -454,6 +455,7 @@ def check_case_input(case, compiled, args, label):
         np.testing.assert_allclose(g, num, rtol=FD_RTOL, atol=FD_ATOL,
                                    err_msg=f"{label}: srcgrad vs finite differences, "
                                            f"argument {i}")
+    check_specialized(compiled, case.fn, args, got)
     return path
 
 

@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 
 import srcgrad
 import srcgrad.optimize as optimize_module
-from compiler_helpers import assert_close, finite_differences, tape_grads
+from compiler_helpers import assert_close, check_specialized, finite_differences, tape_grads
 from programs import FEATURES, KNOWN_BUGS, known_bugs_from_env, program_source, programs, \
     record_outcome
 from srcgrad.errors import InternalError, SrcgradError
@@ -141,6 +141,7 @@ def check_program(program, directory, refusals=False):
     except Refused:
         return None
     check_against_oracles(program, fn, got)
+    check_specialized(g, fn, _copies(program.args), got)
     record_outcome(program, "checked")
     return g
 

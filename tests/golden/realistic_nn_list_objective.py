@@ -18,7 +18,7 @@ def grad_objective(params_0_0, params_0_1, params_1_0, params_1_1, inputs, targe
     l2_norm_4 = np.sum(l2_norm_3)
     del l2_norm_3
     l2_norm_5 = l2_norm_2 + l2_norm_4
-    del l2_norm_4
+    del l2_norm_2, l2_norm_4
     l2_norm_6 = params_1_0 ** 2
     l2_norm_7 = np.sum(l2_norm_6)
     del l2_norm_6
@@ -61,7 +61,7 @@ def grad_objective(params_0_0, params_0_1, params_1_0, params_1_1, inputs, targe
     del log_lik_1
     # return log_prior + log_lik   (nn_list.py:30)
     log_posterior_1 = log_prior + log_lik
-    del log_prior
+    del log_prior, log_lik
     # return -log_posterior(params, inputs, targets, L2_reg) / inputs.shape[0]   (nn_list.py:34)
     out_5 = -log_posterior_1
     del log_posterior_1
@@ -71,19 +71,11 @@ def grad_objective(params_0_0, params_0_1, params_1_0, params_1_1, inputs, targe
     del out_5
     # grad of: return -log_posterior(params, inputs, targets, L2_reg) / inputs.shape[0]   (nn_list.py:34)
     dout_1 = 1.0 / out_6
-    l2_norm_shape_1 = l2_norm_2.shape
-    del l2_norm_2
-    log_prior_shape_1 = broadcast_shapes(np.shape(L2_reg), l2_norm_shape_1)
-    log_lik_shape_1 = log_lik.shape
-    del log_lik
-    log_posterior_shape_1 = broadcast_shapes(log_prior_shape_1, log_lik_shape_1)
-    dout = sum_to(dout_1, log_posterior_shape_1)
+    dout = sum_to(dout_1, np.shape(L2_reg))
     dlog_posterior = -dout
     del dout
     # grad of: return log_prior + log_lik   (nn_list.py:30)
-    dlog_prior = sum_to(dlog_posterior, log_prior_shape_1)
-    dlog_lik = sum_to(dlog_posterior, log_lik_shape_1)
-    del dlog_posterior
+    dlog_lik = sum_to(dlog_posterior, ())
     # grad of: log_lik = np.sum(neural_net_predict(params, inputs) * targets)   (nn_list.py:29)
     outputs_shape_1 = outputs_2.shape
     del outputs_2
@@ -93,8 +85,8 @@ def grad_objective(params_0_0, params_0_1, params_1_0, params_1_1, inputs, targe
     out_shape_1 = out_3.shape
     out_shape_2 = broadcast_shapes(m_shape_1, out_shape_1)
     neural_net_predict_shape_1 = broadcast_shapes(outputs_shape_2, out_shape_2)
-    log_lik_shape_2 = broadcast_shapes(neural_net_predict_shape_1, np.shape(targets))
-    dlog_lik_1 = np.broadcast_to(dlog_lik, log_lik_shape_2)
+    log_lik_shape_1 = broadcast_shapes(neural_net_predict_shape_1, np.shape(targets))
+    dlog_lik_1 = np.broadcast_to(dlog_lik, log_lik_shape_1)
     del dlog_lik
     dneural_net_predict_1 = dlog_lik_1 * targets
     del dlog_lik_1
@@ -168,9 +160,9 @@ def grad_objective(params_0_0, params_0_1, params_1_0, params_1_1, inputs, targe
     dparams_0_0 = dot_grad_b(doutputs_16, inputs, params_0_0)
     del doutputs_16
     # grad of: log_prior = -L2_reg * l2_norm(params)   (nn_list.py:28)
-    dl2_norm_1 = dlog_prior * log_prior_1
-    del dlog_prior, log_prior_1
-    dl2_norm = sum_to(dl2_norm_1, l2_norm_shape_1)
+    dl2_norm_1 = dlog_posterior * log_prior_1
+    del dlog_posterior, log_prior_1
+    dl2_norm = sum_to(dl2_norm_1, ())
     del dl2_norm_1
     # grad of: return sum(np.sum(W ** 2) + np.sum(b ** 2) for W, b in params)   (nn_list.py:24)
     dl2_norm_2 = np.broadcast_to(dl2_norm, params_1_1_shape_1)

@@ -56,8 +56,7 @@ def grad_rnn_loss(params_Wxh, params_Whh, params_Why, params_bh, params_by, xs, 
         loss_7 = 0.5 * loss_6
         loss_1 = loss_1 + loss_7
         loss_shape_2 = broadcast_shapes(loss_2.shape, loss_3.shape)
-        loss_shape_3 = loss_6.shape
-        loss_stack_1.append((loss_4, loss_shape_2, loss_shape_3, loss_shape_3))
+        loss_stack_1.append((loss_4, loss_shape_2))
     # return loss / T   (lstm.py:48)
     out_1 = loss_1 / T
     check_scalar(out_1)
@@ -69,20 +68,19 @@ def grad_rnn_loss(params_Wxh, params_Whh, params_Why, params_bh, params_by, xs, 
     dys_1 = np.zeros_like(ys)
     dloss_2, dys_2 = dloss, dys_1
     for t_2 in reversed(range(T)):
-        loss_8, loss_shape_4, loss_shape_5, loss_shape_6 = loss_stack_1.pop()
-        loss_shape_7 = loss_stack_1.pop()
+        loss_8, loss_shape_3 = loss_stack_1.pop()
+        loss_shape_4 = loss_stack_1.pop()
         # grad of: loss += 0.5 * np.sum((ys[t] - targets[t]) ** 2)   (lstm.py:47)
         loss_9 = ys[t_2]
-        dloss_3 = sum_to(dloss_2, loss_shape_7)
-        dloss_4 = sum_to(dloss_2, loss_shape_6)
+        dloss_3 = sum_to(dloss_2, loss_shape_4)
+        dloss_4 = sum_to(dloss_2, ())
         dloss_5 = dloss_4 * 0.5
-        dloss_6 = sum_to(dloss_5, loss_shape_5)
-        dloss_7 = np.broadcast_to(dloss_6, loss_shape_4)
-        dloss_8 = 2 * loss_8
-        dloss_9 = dloss_7 * dloss_8
-        dloss_10 = sum_to(dloss_9, loss_9.shape)
+        dloss_6 = np.broadcast_to(dloss_5, loss_shape_3)
+        dloss_7 = 2 * loss_8
+        dloss_8 = dloss_6 * dloss_7
+        dloss_9 = sum_to(dloss_8, loss_9.shape)
         ys_shape_1 = broadcast_shapes(ys_2.shape, params_by.shape)
-        dys = scatter_add(dloss_10, t_2, ys_shape_1)
+        dys = scatter_add(dloss_9, t_2, ys_shape_1)
         dys_2 = dys_2 + dys
         dloss_2 = dloss_3
     del dloss, dys_1, ys

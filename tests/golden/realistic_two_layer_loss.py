@@ -65,20 +65,17 @@ def grad_two_layer_loss(params_W1, params_b1, params_W2, params_b2, X, y, reg):
     loss_10 = np.sum(loss_9)
     del loss_9
     loss_11 = loss_8 + loss_10
-    del loss_10
+    del loss_8, loss_10
     loss_12 = loss_6 * loss_11
     del loss_11
     loss_13 = loss + loss_12
     check_scalar(loss_13)
     del loss, loss_12
     # grad of: loss += 0.5 * reg * (np.sum(W1 * W1) + np.sum(W2 * W2))   (layers.py:42)
-    loss_shape_1 = loss_8.shape
-    del loss_8
-    loss_shape_2 = broadcast_shapes(np.shape(reg), loss_shape_1)
-    dloss = sum_to(1.0, loss_shape_2)
+    dloss = sum_to(1.0, np.shape(reg))
     dloss_1 = dloss * loss_6
     del dloss, loss_6
-    dloss_2 = sum_to(dloss_1, loss_shape_1)
+    dloss_2 = sum_to(dloss_1, ())
     del dloss_1
     dloss_3 = np.broadcast_to(dloss_2, params_W2.shape)
     dparams_W2 = dloss_3 * params_W2
@@ -93,16 +90,17 @@ def grad_two_layer_loss(params_W1, params_b1, params_W2, params_b2, X, y, reg):
     del dparams_W1
     # grad of: loss = -np.sum(log_probs[np.arange(N), y]) / N   (layers.py:32)
     dloss_5 = 1.0 / N_2
-    dloss_6 = -dloss_5
-    del dloss_5
-    dloss_7 = np.broadcast_to(dloss_6, loss_3.shape)
-    del dloss_6, loss_3
+    dloss_6 = sum_to(dloss_5, ())
+    dloss_7 = -dloss_6
+    del dloss_6
+    dloss_8 = np.broadcast_to(dloss_7, loss_3.shape)
+    del dloss_7, loss_3
     shifted_logits_shape_1 = shifted_logits_1.shape
     shifted_logits_shape_2 = broadcast_shapes(scores_shape_1, shifted_logits_shape_1)
     Z_shape_1 = Z.shape
     log_probs_shape_1 = broadcast_shapes(shifted_logits_shape_2, Z_shape_1)
-    dlog_probs = scatter_add(dloss_7, loss_2, log_probs_shape_1)
-    del dloss_7
+    dlog_probs = scatter_add(dloss_8, loss_2, log_probs_shape_1)
+    del dloss_8
     # grad of: log_probs = shifted_logits - np.log(Z)   (layers.py:30)
     dshifted_logits = sum_to(dlog_probs, shifted_logits_shape_2)
     dlog_probs_1 = -dlog_probs

@@ -1,0 +1,59 @@
+"""Functions written the way users write them, for tests/compiler/test_specialize.py."""
+import numpy as np
+
+import srcgrad
+
+SCALE = 1.0
+
+
+def mlp_loss(W1, b1, W2, b2, X, Y):
+    h = np.tanh(X @ W1 + b1)
+    z = h @ W2 + b2
+    zs = z - np.max(z, axis=1, keepdims=True)
+    logp = zs - np.log(np.sum(np.exp(zs), axis=1, keepdims=True))
+    return -np.sum(Y * logp) / X.shape[0]
+
+
+def mlp_inputs(batch, seed=0):
+    rng = np.random.default_rng(seed)
+    W1 = rng.normal(0.0, 0.25, (16, 16))
+    b1 = rng.normal(0.0, 0.1, 16)
+    W2 = rng.normal(0.0, 0.25, (16, 4))
+    b2 = rng.normal(0.0, 0.1, 4)
+    X = rng.normal(size=(batch, 16))
+    Y = np.eye(4)[rng.integers(0, 4, batch)]
+    return W1, b1, W2, b2, X, Y
+
+
+def scaled_norm(x, s):
+    return s * np.sum(x * x)
+
+
+def with_options(w, X, scale=1.0, *, power=2):
+    return scale * np.sum((X @ w) ** power)
+
+
+def uses_global(x):
+    return SCALE * np.sum(x ** 2)
+
+
+def list_sum(x, weights):
+    return np.sum(x) * weights[0]
+
+
+def dict_mlp(params, X):
+    h = np.maximum(X @ params["W"] + params["b"], 0.0)
+    return np.mean(h ** 2)
+
+
+def dict_params():
+    return {"W": np.linspace(-1.0, 1.0, 6).reshape(3, 2), "b": np.array([0.1, -0.2])}
+
+
+class Linear:
+    def __init__(self, n):
+        self.w = np.linspace(-1.0, 1.0, n)
+
+    @srcgrad.grad(wrt="w")
+    def loss_grad(self, w, X):
+        return np.sum((X @ w - 1.0) ** 2)

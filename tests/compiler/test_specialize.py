@@ -1,0 +1,215 @@
+"""Variants specialized to a call's shapes and dtypes (srcgrad.specialize).
+
+What the variants compute is checked on every program of the test corpus, the primitive
+table and the random programs (compiler_helpers.check_specialized: equal to the
+shape-polymorphic code). Here: when a variant is made and which calls it runs, what its
+guard sends back to the polymorphic code, the bound on variants, the disk cache, and that
+the generated source shows every resolved shape.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import srcgrad
+from srcgrad import specialize
+from compiler_helpers import check_golden, finite_differences
+
+import specialize_user as U
+
+
+def fresh(fn, **kw):
+    return srcgrad.grad(fn, cache=False, **kw)
+
+
+def test_a_variant_is_made_on_the_third_call_with_one_signature():
+    g = fresh(U.mlp_loss, wrt=(0, 1, 2, 3))
+    args = U.mlp_inputs(8)
+    want = g(*args)
+    for n in range(2, specialize.HOT_CALLS + 3):
+        got = g(*args)
+        assert g.variant_count == (1 if n >= specialize.HOT_CALLS else 0)
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+    assert g.compile_count == 1
+    assert g._call is not g._impl  # the variant runs first
+
+
+def test_the_variant_source_resolves_shapes_and_casts():
+    g = fresh(U.mlp_loss, wrt=(0, 1, 2, 3))
+    src = g.specialized_source(*U.mlp_inputs(8))
+    body = "\n".join(ln for ln in src.split("the shape-polymorphic code\n", 1)[1].splitlines()
+                     if not ln.lstrip().startswith("#"))
+    for gone in ("sum_to(", "broadcast_shapes(", "cast_like(", "as_float(", ".shape"):
+        assert gone not in body, gone
+    assert "W1.shape == (16, 16) and W1.dtype == float64" in src
+    check_golden("specialized_mlp_loss", src)
+
+
+def test_other_shapes_go_to_the_polymorphic_code_and_are_right():
+    g = fresh(U.mlp_loss, wrt=(0, 1, 2, 3))
+    hot = U.mlp_inputs(8)
+    for _ in range(specialize.HOT_CALLS):
+        g(*hot)
+    assert g.variant_count == 1
+    other = U.mlp_inputs(5)
+    got = g(*other)
+    for i, gi in enumerate(got):
+        np.testing.assert_allclose(gi, finite_differences(U.mlp_loss, other, i),
+                                   rtol=1e-6, atol=1e-8)
+    assert g.variant_count == 1  # one call with new shapes makes no variant yet
+
+
+def test_another_dtype_or_type_is_not_run_by_the_variant():
+    g = fresh(U.scaled_norm)
+    x = np.linspace(-1.0, 1.0, 6)
+    for _ in range(specialize.HOT_CALLS):
+        g(x, 2.0)
+    x32 = x.astype(np.float32)
+    got = g(x32, 2.0)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, g(x, 2.0), rtol=1e-6)
+    # an int where a float was: the guard tests types, the polymorphic code runs
+    np.testing.assert_allclose(g(x, 2), g(x, 2.0), rtol=1e-15)
+    # a subclass of ndarray is not an ndarray to the guard
+    m = np.ma.masked_array(x)
+    np.testing.assert_allclose(np.asarray(g(m, 2.0)), g(x, 2.0), rtol=1e-15)
+    assert g.variant_count == 1
+
+
+def test_keyword_arguments_and_defaults():
+    g = fresh(U.with_options, wrt="w")
+    w, X = np.ones(3), np.arange(6.0).reshape(2, 3)
+    want = g(w, X, scale=0.5)
+    for _ in range(specialize.HOT_CALLS + 1):
+        got = g(w, X=X, scale=0.5)
+    assert g.variant_count == 1
+    np.testing.assert_allclose(got, want, rtol=1e-15)
+    # the default `scale` (a float) and a keyword-only `power` both go through the guard
+    np.testing.assert_allclose(g(w, X), 2 * g(w, X, scale=0.5), rtol=1e-14)
+    np.testing.assert_allclose(g(w, X, scale=0.5, power=3),
+                               finite_differences(lambda w: U.with_options(
+                                   w, X, scale=0.5, power=3), [w], 0), rtol=1e-6)
+
+
+def test_at_most_max_variants_then_the_polymorphic_code():
+    g = fresh(U.scaled_norm)
+    for n in range(2, 2 + specialize.MAX_VARIANTS + 2):
+        x = np.linspace(0.0, 1.0, n)
+        for _ in range(specialize.HOT_CALLS):
+            got = g(x, 1.5)
+        np.testing.assert_allclose(got, finite_differences(U.scaled_norm, [x, 1.5], 0),
+                                   rtol=1e-6, atol=1e-9)
+    assert g.variant_count == specialize.MAX_VARIANTS
+
+
+def test_ever_new_shapes_give_up_on_signatures():
+    g = fresh(U.scaled_norm)
+    for n in range(1, specialize.GIVE_UP + 2):
+        g(np.ones(n), 1.0)
+    assert g.variant_count == 0
+    assert g._call is g._impl  # no signature is looked at any more
+
+
+def test_structured_arguments_get_a_variant_per_structure():
+    g = srcgrad.grad(U.dict_mlp, cache=False)
+    params, X = U.dict_params(), np.linspace(-1, 1, 12).reshape(4, 3)
+    want = g(params, X)
+    for _ in range(specialize.HOT_CALLS):
+        got = g(params, X)
+    entry = g._last_entry
+    assert entry.variant_count == 1
+    for k in want:
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-12)
+    assert "W: float64 3x2" in g.specialized_source(params, X).replace("params_", "")
+
+
+def test_methods_are_specialized():
+    model = U.Linear(3)
+    X = np.ones((5, 3))
+    want = model.loss_grad(model.w, X)
+    for _ in range(specialize.HOT_CALLS + 1):
+        got = model.loss_grad(model.w, X)
+    np.testing.assert_allclose(got, want, rtol=1e-15)
+    assert type(model).loss_grad.__get__(model).variant_count == 1
+
+
+def test_a_changed_global_drops_the_variants():
+    g = fresh(U.uses_global)
+    x = np.ones(4)
+    for _ in range(specialize.HOT_CALLS + 1):
+        g(x)
+    assert g.variant_count == 1
+    old = U.SCALE
+    try:
+        U.SCALE = 3.0
+        np.testing.assert_allclose(g(x), 2 * 3.0 * x, rtol=1e-15)
+        for _ in range(specialize.HOT_CALLS + 1):
+            np.testing.assert_allclose(g(x), 2 * 3.0 * x, rtol=1e-15)
+    finally:
+        U.SCALE = old
+
+
+def test_value_and_grad_is_specialized_and_specialize_false_is_not():
+    vg = srcgrad.value_and_grad(U.scaled_norm, cache=False)
+    x = np.linspace(-1, 1, 5)
+    for _ in range(specialize.HOT_CALLS):
+        v, gx = vg(x, 2.0)
+    assert vg.variant_count == 1
+    assert v == pytest.approx(U.scaled_norm(x, 2.0), rel=1e-15)
+    g = srcgrad.grad(U.scaled_norm, cache=False, specialize=False)
+    for _ in range(specialize.HOT_CALLS + 2):
+        g(x, 2.0)
+    assert g.variant_count == 0 and g._call is g._impl
+    with pytest.raises(ValueError, match="specialize=False"):
+        g.specialized_source(x, 2.0)
+
+
+def test_arguments_no_variant_is_made_for_are_refused_by_specialized_source():
+    g = fresh(U.list_sum)
+    with pytest.raises(TypeError, match="numpy arrays, Python numbers and None"):
+        g.specialized_source(np.ones(3), [1.0, 2.0])
+
+
+def test_the_variant_is_cached_on_disk(tmp_path, monkeypatch):
+    monkeypatch.setenv("SRCGRAD_CACHE_DIR", str(tmp_path))
+    args = (np.ones(4), 2.0)
+    g1 = srcgrad.grad(U.scaled_norm)
+    g1.specialized_source(*args)
+    assert g1.variant_count == 1
+    g2 = srcgrad.grad(U.scaled_norm)
+    src = g2.specialized_source(*args)
+    assert g2.variant_count == 0  # loaded, not compiled
+    for _ in range(2):
+        np.testing.assert_allclose(g2(*args), g1(*args), rtol=1e-15)
+    assert "#   x: float64 4\n#   s: float\n" in src
+
+
+def test_the_printed_variant_runs_alone_and_refuses_other_shapes():
+    g = fresh(U.scaled_norm)
+    x = np.linspace(0, 1, 4)
+    src = g.specialized_source(x, 2.0)
+    ns = {}
+    exec(compile(src, "<variant>", "exec"), ns)
+    np.testing.assert_allclose(ns["grad_scaled_norm"](x, 2.0), g(x, 2.0), rtol=1e-15)
+    with pytest.raises(TypeError, match="specialized to other shapes"):
+        ns["grad_scaled_norm"](np.ones(5), 2.0)
+
+
+def test_a_variant_that_fails_to_build_warns_and_runs_the_general_code(monkeypatch):
+    g = fresh(U.scaled_norm)
+    x = np.ones(3)
+    g(x, 1.0)
+
+    def broken(sig):
+        raise AssertionError("boom")
+
+    monkeypatch.setattr(g, "_variant_module", broken)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        for _ in range(specialize.HOT_CALLS):
+            got = g(x, 1.0)
+    assert any("could not specialize" in str(w.message) for w in seen)
+    np.testing.assert_allclose(got, 2 * x, rtol=1e-15)
