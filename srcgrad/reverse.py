@@ -22,7 +22,7 @@ from runtime import ops
 from runtime.ops import apply_vjp
 
 from .ir import (COND, FOR, NEWSTACK, POP, PUSH, WHILE, Block, Eqn, Graph, Var, checked,
-                 located_error, referenced, subst)
+                 iter_vars, located_error, referenced, subst)
 from .staging import Builder, staging
 
 __all__ = ["activity", "reverse"]
@@ -443,6 +443,103 @@ def _lookup(table: dict, vid: int) -> Var:
     return v
 
 
+def _axes(params):
+    """A reduction's axes as a set (None: all of them)."""
+    axis = {**{"axis": None}, **params}["axis"]
+    return None if axis is None else set(axis if isinstance(axis, tuple) else (axis,))
+
+
+def shift_stabilizers(eqns, outputs) -> set:
+    """Ids of the stabilizing maxima of log-softmax and softmax, whose derivative is zero.
+
+    `m = max(z, axis)` (keepdims, or over all axes), used only in `zs = z - m`, where zs
+    is used only by `e = exp(zs)` and `zs - log(s)`, e only by `s = sum(e, axes)` and
+    `e / s`, s only by `log(s)` and `e / s`, log(s) only by `zs - log(s)`, and the sum's
+    axes are among the max's: each result (`zs - log(s)`, `e / s`) is then the same for
+    every m (shifting z by a constant along the summed axes changes neither), so m's
+    cotangent is zero exactly and its reverse pass (a where over the ties, a division by
+    their count) is not staged. Only values of this block that are not outputs; any other
+    use keeps m differentiated."""
+    sh = _Shifts(eqns, outputs)
+    found = set()
+    for e in eqns:
+        if e.prim is ops.max and isinstance(e.ins[0], Var) and \
+                (e.params.get("keepdims") or _axes(e.params) is None):
+            m, z = e.outs[0], e.ins[0]
+            u = sh.uses.get(m.id, [])
+            if len(u) == 1 and u[0][0] is not None and u[0][0].prim is ops.subtract and \
+                    u[0][1] == 1 and u[0][0].ins[0] is z and \
+                    sh.invariant(u[0][0].outs[0], _axes(e.params)):
+                found.add(m.id)
+    return found
+
+
+class _Shifts:
+    """Uses and producers of one block's values, for `shift_stabilizers`."""
+
+    def __init__(self, eqns, outputs):
+        self.uses: dict[int, list] = {}  # id -> [(equation, operand index)]; None: other
+        self.made: dict[int, Eqn] = {}
+        for e in eqns:
+            for i, a in enumerate(e.ins):
+                if isinstance(a, Var):
+                    self.uses.setdefault(a.id, []).append((e, i))
+            for b in e.blocks():  # read inside a region: a use outside the pattern
+                for vid in referenced(b.eqns, b.outs):
+                    self.uses.setdefault(vid, []).append((None, -1))
+            for o in e.outs:
+                self.made[o.id] = e
+        for o in iter_vars(outputs):
+            self.uses.setdefault(o.id, []).append((None, -1))
+
+    def only(self, v, allowed) -> bool:
+        return all(e is not None and allowed(e, i) for e, i in self.uses.get(v.id, []))
+
+    def invariant(self, zs, axes) -> bool:
+        """Is every use of zs (= z - m) one whose result m does not change?"""
+        return self.only(zs, lambda e, i: (e.prim is ops.subtract and i == 0 and
+                                           self.log_sum_exp(e.ins[1], zs, axes)) or
+                         (e.prim is ops.exp and self.exp_uses(e.outs[0], zs, axes)))
+
+    def exp_uses(self, ex, zs, axes) -> bool:
+        """ex = exp(zs) is used only by sums over `axes` (themselves used only by log(s)
+        in zs - log(s), or by ex / s) and by ex / s."""
+        def sum_use(s):
+            return self.only(s, lambda e, i: self.ratio(e, ex, s) or (
+                e.prim is ops.log and self.only(e.outs[0], lambda t, j: (
+                    t.prim is ops.subtract and j == 1 and t.ins[0] is zs))))
+        return self.only(ex, lambda e, i: (_summed(e, axes) and sum_use(e.outs[0])) or
+                         (i == 0 and self.ratio(e, ex, None, axes)))
+
+    def ratio(self, e, num, den, axes=None) -> bool:
+        """e is num / den, den a sum of num over the axes (given, or to be checked)."""
+        if e.prim is not ops.divide or e.ins[0] is not num or not isinstance(e.ins[1], Var):
+            return False
+        if den is not None:
+            return e.ins[1] is den
+        p = self.made.get(e.ins[1].id)
+        return p is not None and _summed(p, axes) and p.ins[0] is num
+
+    def log_sum_exp(self, v, zs, axes) -> bool:
+        p = self.made.get(v.id) if isinstance(v, Var) else None
+        s = self.made.get(p.ins[0].id) if p is not None and p.prim is ops.log and \
+            isinstance(p.ins[0], Var) else None
+        x = self.made.get(s.ins[0].id) if s is not None and _summed(s, axes) and \
+            isinstance(s.ins[0], Var) else None
+        return x is not None and x.prim is ops.exp and x.ins[0] is zs
+
+
+def _summed(e, axes) -> bool:
+    """e sums over axes among `axes` (None: every axis), keeping them (or summing all:
+    a 0-d result broadcasts as well)."""
+    if e.prim is not ops.sum:
+        return False
+    s = _axes(e.params)
+    if s is not None and not e.params.get("keepdims"):
+        return False
+    return axes is None or (s is not None and s <= axes)
+
+
 def reverse(graph: Graph, wrt: list, seed, builder: Builder | None = None):
     """Stage the adjoint of `graph.outputs[0]` with cotangent `seed` (a Var or 1.0).
 
@@ -455,6 +552,7 @@ def reverse(graph: Graph, wrt: list, seed, builder: Builder | None = None):
     b.named |= graph.named
     fwd = list(graph.eqns)
     active = activity(fwd, {v.id for v in wrt})
+    active -= shift_stabilizers(fwd, graph.outputs)
     cts: dict[int, object] = {}
     if isinstance(out, Var) and out.id in active:
         cts[out.id] = seed

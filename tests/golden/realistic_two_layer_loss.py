@@ -32,6 +32,7 @@ def grad_two_layer_loss(params_W1, params_b1, params_W2, params_b2, X, y, reg):
     # shifted_logits = x - np.max(x, axis=1, keepdims=True)   (layers.py:28)
     shifted_logits_1 = np.max(scores, axis=1, keepdims=True)
     shifted_logits = scores - shifted_logits_1
+    del scores
     # Z = np.sum(np.exp(shifted_logits), axis=1, keepdims=True)   (layers.py:29)
     Z_1 = np.exp(shifted_logits)
     Z = np.sum(Z_1, axis=1, keepdims=True)
@@ -95,14 +96,14 @@ def grad_two_layer_loss(params_W1, params_b1, params_W2, params_b2, X, y, reg):
     del dloss_6
     dloss_8 = np.broadcast_to(dloss_7, loss_3.shape)
     del dloss_7, loss_3
-    shifted_logits_shape_1 = shifted_logits_1.shape
-    shifted_logits_shape_2 = broadcast_shapes(scores_shape_1, shifted_logits_shape_1)
+    shifted_logits_shape_1 = broadcast_shapes(scores_shape_1, shifted_logits_1.shape)
+    del shifted_logits_1
     Z_shape_1 = Z.shape
-    log_probs_shape_1 = broadcast_shapes(shifted_logits_shape_2, Z_shape_1)
+    log_probs_shape_1 = broadcast_shapes(shifted_logits_shape_1, Z_shape_1)
     dlog_probs = scatter_add(dloss_8, loss_2, log_probs_shape_1)
     del dloss_8
     # grad of: log_probs = shifted_logits - np.log(Z)   (layers.py:30)
-    dshifted_logits = sum_to(dlog_probs, shifted_logits_shape_2)
+    dshifted_logits = sum_to(dlog_probs, shifted_logits_shape_1)
     dlog_probs_1 = -dlog_probs
     del dlog_probs
     dlog_probs_2 = sum_to(dlog_probs_1, Z_shape_1)
@@ -110,7 +111,7 @@ def grad_two_layer_loss(params_W1, params_b1, params_W2, params_b2, X, y, reg):
     dZ = dlog_probs_2 / Z
     del dlog_probs_2, Z
     # grad of: Z = np.sum(np.exp(shifted_logits), axis=1, keepdims=True)   (layers.py:29)
-    dZ_1 = np.broadcast_to(dZ, shifted_logits_shape_2)
+    dZ_1 = np.broadcast_to(dZ, shifted_logits_shape_1)
     del dZ
     dshifted_logits_1 = dZ_1 * Z_1
     del dZ_1, Z_1
@@ -118,32 +119,11 @@ def grad_two_layer_loss(params_W1, params_b1, params_W2, params_b2, X, y, reg):
     del dshifted_logits, dshifted_logits_1
     # grad of: shifted_logits = x - np.max(x, axis=1, keepdims=True)   (layers.py:28)
     dscores = sum_to(dshifted_logits_2, scores_shape_1)
-    dshifted_logits_3 = -dshifted_logits_2
     del dshifted_logits_2
-    dshifted_logits_4 = sum_to(dshifted_logits_3, shifted_logits_shape_1)
-    del dshifted_logits_3
-    dscores_1 = np.broadcast_to(shifted_logits_1, scores_shape_1)
-    del shifted_logits_1
-    dscores_2 = scores == dscores_1
-    del dscores_1
-    dscores_3 = np.ones_like(scores)
-    del scores
-    dscores_4 = np.where(dscores_2, dscores_3, 0.0)
-    del dscores_3
-    dscores_5 = np.sum(dscores_4, axis=1, keepdims=True)
-    del dscores_4
-    dscores_6 = np.broadcast_to(dshifted_logits_4, scores_shape_1)
-    del dshifted_logits_4
-    dscores_7 = dscores_6 / dscores_5
-    del dscores_6, dscores_5
-    dscores_8 = np.where(dscores_2, dscores_7, 0.0)
-    del dscores_2, dscores_7
-    dscores_9 = dscores + dscores_8
-    del dscores, dscores_8
     # grad of: out = x_row.dot(w) + b   (layers.py:9)
-    dout = sum_to(dscores_9, out_shape_2)
-    dparams_b2 = sum_to(dscores_9, params_b2_shape_1)
-    del dscores_9
+    dout = sum_to(dscores, out_shape_2)
+    dparams_b2 = sum_to(dscores, params_b2_shape_1)
+    del dscores
     dx_row = dot_grad_a(dout, x_row_1, params_W2)
     dparams_W2_2 = dot_grad_b(dout, x_row_1, params_W2)
     del dout, x_row_1

@@ -29,21 +29,22 @@ def grad_softmax_cross_entropy(W, X, labels):
     del picked
     # grad of: picked = log_probs[np.arange(X.shape[0]), labels]   (golden_functions.py:34)
     logits_shape_1 = logits.shape
-    shifted_shape_1 = shifted_1.shape
-    shifted_shape_2 = broadcast_shapes(logits_shape_1, shifted_shape_1)
+    del logits
+    shifted_shape_1 = broadcast_shapes(logits_shape_1, shifted_1.shape)
+    del shifted_1
     log_probs_shape_1 = log_probs_2.shape
-    log_probs_shape_2 = broadcast_shapes(shifted_shape_2, log_probs_shape_1)
+    log_probs_shape_2 = broadcast_shapes(shifted_shape_1, log_probs_shape_1)
     dlog_probs = scatter_add(dpicked, picked_3, log_probs_shape_2)
     del dpicked
     # grad of: log_probs = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))   (golden_functions.py:33)
-    dshifted = sum_to(dlog_probs, shifted_shape_2)
+    dshifted = sum_to(dlog_probs, shifted_shape_1)
     dlog_probs_1 = -dlog_probs
     del dlog_probs
     dlog_probs_2 = sum_to(dlog_probs_1, log_probs_shape_1)
     del dlog_probs_1
     dlog_probs_3 = dlog_probs_2 / log_probs_2
     del dlog_probs_2, log_probs_2
-    dlog_probs_4 = np.broadcast_to(dlog_probs_3, shifted_shape_2)
+    dlog_probs_4 = np.broadcast_to(dlog_probs_3, shifted_shape_1)
     del dlog_probs_3
     dshifted_1 = dlog_probs_4 * log_probs_1
     del dlog_probs_4, log_probs_1
@@ -51,31 +52,10 @@ def grad_softmax_cross_entropy(W, X, labels):
     del dshifted, dshifted_1
     # grad of: shifted = logits - np.max(logits, axis=1, keepdims=True)   (golden_functions.py:32)
     dlogits = sum_to(dshifted_2, logits_shape_1)
-    dshifted_3 = -dshifted_2
     del dshifted_2
-    dshifted_4 = sum_to(dshifted_3, shifted_shape_1)
-    del dshifted_3
-    dlogits_1 = np.broadcast_to(shifted_1, logits_shape_1)
-    del shifted_1
-    dlogits_2 = logits == dlogits_1
-    del dlogits_1
-    dlogits_3 = np.ones_like(logits)
-    del logits
-    dlogits_4 = np.where(dlogits_2, dlogits_3, 0.0)
-    del dlogits_3
-    dlogits_5 = np.sum(dlogits_4, axis=1, keepdims=True)
-    del dlogits_4
-    dlogits_6 = np.broadcast_to(dshifted_4, logits_shape_1)
-    del dshifted_4
-    dlogits_7 = dlogits_6 / dlogits_5
-    del dlogits_6, dlogits_5
-    dlogits_8 = np.where(dlogits_2, dlogits_7, 0.0)
-    del dlogits_2, dlogits_7
-    dlogits_9 = dlogits + dlogits_8
-    del dlogits, dlogits_8
     # grad of: logits = X @ W   (golden_functions.py:31)
-    dW = matmul_grad_b(dlogits_9, X, W)
-    del dlogits_9
+    dW = matmul_grad_b(dlogits, X, W)
+    del dlogits
     dW_1 = cast_like(dW, W)
     del dW
     return dW_1

@@ -37,10 +37,11 @@ def grad_mlp_loss(W1, b1, W2, b2, X, Y):
     del z_1
     # zs = z - np.max(z, axis=1, keepdims=True)   (specialize_user.py:12)
     zs_1 = np.max(z, axis=1, keepdims=True)
-    zs = z - zs_1
+    z -= zs_1
+    del zs_1
     # logp = zs - np.log(np.sum(np.exp(zs), axis=1, keepdims=True))   (specialize_user.py:13)
-    logp_1 = np.exp(zs)
-    del zs
+    logp_1 = np.exp(z)
+    del z
     logp_2 = np.sum(logp_1, axis=1, keepdims=True)
     # grad of: return -np.sum(Y * logp) / X.shape[0]   (specialize_user.py:14)
     dlogp = -0.125 * Y
@@ -54,26 +55,6 @@ def grad_mlp_loss(W1, b1, W2, b2, X, Y):
     del dlogp_3, logp_1
     dzs = dlogp + dzs_1
     del dlogp, dzs_1
-    # grad of: zs = z - np.max(z, axis=1, keepdims=True)   (specialize_user.py:12)
-    dzs_2 = -dzs
-    dzs_3 = np.sum(dzs_2, axis=1, keepdims=True)
-    del dzs_2
-    dz_1 = z == zs_1
-    del zs_1
-    dz_2 = np.ones_like(z)
-    del z
-    dz_3 = np.where(dz_1, dz_2, 0.0)
-    del dz_2
-    dz_4 = np.sum(dz_3, axis=1, keepdims=True)
-    del dz_3
-    dz_5 = np.broadcast_to(dzs_3, (8, 4))
-    del dzs_3
-    dz_6 = dz_5 / dz_4
-    del dz_5, dz_4
-    dz_7 = np.where(dz_1, dz_6, 0.0)
-    del dz_1, dz_6
-    dzs += dz_7
-    del dz_7
     # grad of: z = h @ W2 + b2   (specialize_user.py:11)
     db2 = np.sum(dzs, axis=0)
     dh_1 = np.transpose(W2)
