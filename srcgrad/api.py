@@ -474,8 +474,9 @@ class CompiledFunction:
         except Exception as err:  # noqa: BLE001 (the general function is the answer)
             warnings.warn(f"srcgrad could not specialize {self.fun.__qualname__!r} to its "
                           f"arguments' shapes ({type(err).__name__}: {err}); it runs the "
-                          "shape-polymorphic code. This is a bug in srcgrad; please report "
-                          "it", RuntimeWarning, stacklevel=4)
+                          "shape-polymorphic code. If the function runs without an error "
+                          "on these arguments, this is a bug in srcgrad; please report it",
+                          RuntimeWarning, stacklevel=4)
             return self._impl
         self._spec_sources[sig] = _cache.source_of(module[0])
         return impl
@@ -502,6 +503,11 @@ class CompiledFunction:
             raise TypeError("specialized variants are made for numpy arrays, Python numbers "
                             "and None; an argument here is of another type")
         if sig not in target._spec_sources:
+            if len(target._variants.by_sig) >= _specialize.MAX_VARIANTS:
+                raise RuntimeError(f"{self.fun.__qualname__!r} has its "
+                                   f"{_specialize.MAX_VARIANTS} specialized variants already; "
+                                   "calls with these arguments run the shape-polymorphic "
+                                   "code (see .source)")
             target._variants.add(sig)
         if sig not in target._spec_sources:
             raise RuntimeError(f"srcgrad could not specialize {self.fun.__qualname__!r} "

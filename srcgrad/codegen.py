@@ -1170,6 +1170,11 @@ def _emit_planned(fc, inputs, header, ops, clashes):
     for f, _ in tops:
         f.module_name = mod.bind(f.name)
     for f in _functions(fc):  # module-level names first: no local may take one
+        for _, what in f.spec or ():  # a specialized variant's dtypes and fallback
+            if isinstance(what, tuple):
+                mod.dtype(what[1])
+        if f.spec is not None:
+            mod.general()
         for v in _module_arrays(f):
             mod.holder(v.const_value.scope)
         for e in _fused(f.eqns):

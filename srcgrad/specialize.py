@@ -59,7 +59,8 @@ def describe(sig, names) -> str:
     parts = []
     for name, what in zip(names, sig):
         if isinstance(what, tuple):
-            parts.append(f"{name}: {what[1].name} {'x'.join(map(str, what[0])) or '0-d'}")
+            dtype = what[1].name if what[1].isnative else what[1].str  # ('>f8': swapped)
+            parts.append(f"{name}: {dtype} {'x'.join(map(str, what[0])) or '0-d'}")
         else:
             parts.append(f"{name}: {what.__name__}")
     return ", ".join(parts)

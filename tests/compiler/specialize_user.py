@@ -57,3 +57,16 @@ class Linear:
     @srcgrad.grad(wrt="w")
     def loss_grad(self, w, X):
         return np.sum((X @ w - 1.0) ** 2)
+
+
+def local_named_like_a_dtype(x):
+    float32 = x * 2
+    return np.sum(float32 * x)
+
+
+def parameter_named_like_a_dtype(float64, y):
+    return np.sum(float64 * y)
+
+
+def sines(x):
+    return np.sum(np.sin(x))

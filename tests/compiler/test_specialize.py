@@ -213,3 +213,33 @@ def test_a_variant_that_fails_to_build_warns_and_runs_the_general_code(monkeypat
             got = g(x, 1.0)
     assert any("could not specialize" in str(w.message) for w in seen)
     np.testing.assert_allclose(got, 2 * x, rtol=1e-15)
+
+
+def test_locals_and_parameters_named_like_the_guards_dtypes():
+    x32 = np.linspace(0, 1, 3).astype(np.float32)
+    g = fresh(U.local_named_like_a_dtype)
+    for _ in range(specialize.HOT_CALLS + 1):
+        np.testing.assert_allclose(g(x32), 4 * x32, rtol=1e-6)
+    assert g.variant_count == 1
+    x = np.linspace(0, 1, 3)
+    g = fresh(U.parameter_named_like_a_dtype, wrt=(0, 1))
+    for _ in range(specialize.HOT_CALLS + 1):
+        dx, dy = g(x, x + 1)
+    np.testing.assert_allclose(dx, x + 1, rtol=1e-15)
+    assert g.variant_count == 1
+
+
+def test_byte_order_is_part_of_the_signature(tmp_path, monkeypatch):
+    monkeypatch.setenv("SRCGRAD_CACHE_DIR", str(tmp_path))
+    x = np.linspace(0, 1, 4)
+    swapped = srcgrad.grad(U.sines).specialized_source(x.astype(">f8"))
+    native = srcgrad.grad(U.sines).specialized_source(x)
+    assert "np.dtype('>f8')" in swapped and "np.dtype('<f8')" in native
+
+
+def test_specialized_source_beyond_the_bound_says_so():
+    g = fresh(U.sines)
+    for n in range(1, specialize.MAX_VARIANTS + 1):
+        g.specialized_source(np.ones(n))
+    with pytest.raises(RuntimeError, match="specialized variants already"):
+        g.specialized_source(np.ones(99))
