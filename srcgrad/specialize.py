@@ -82,7 +82,6 @@ class Variants:
         self.by_sig: dict = {}
         self.counts: dict = {}
         self.unspecialized = 0
-        self.hot = None  # the variant built last: what the transformation calls first
         self._lock = threading.Lock()
         self._within = threading.local()  # a variant called by `miss` is running
 
@@ -94,7 +93,7 @@ class Variants:
         """The variant for `sig`, built now if there is none yet and room for one."""
         variant = self.by_sig.get(sig)
         if variant is None and len(self.by_sig) < MAX_VARIANTS:
-            variant = self.by_sig[sig] = self.hot = self._build(sig)
+            variant = self.by_sig[sig] = self._build(sig)
             self._settle(variant)
         return variant
 
