@@ -7,8 +7,10 @@ moving the data to the framework is done here, outside the timed call), and
 
 kinds: "hand" (the hand-written numpy gradient, the reference), "srcgrad" (the cached
 generated gradient), "tape" (runtime's Tensor + backward), and the optional peers
-"autograd" (HIPS autograd), "jax" (jax.jit(jax.grad), float64) and "torch" (PyTorch
-eager, float64). Peers are imported only when asked for; the project does not need them.
+"numba" (srcgrad's `backend="numba"`: the gradient compiled by numba; where numba could
+not compile it, the row says so instead of timing the numpy fallback), "autograd" (HIPS
+autograd), "jax" (jax.jit(jax.grad), float64) and "torch" (PyTorch eager, float64).
+Peers are imported only when asked for; the project does not need them.
 """
 from __future__ import annotations
 
@@ -20,10 +22,12 @@ import numpy as np
 
 CORE = ("hand", "srcgrad", "tape")
 PEERS = ("autograd", "jax", "torch")
-KINDS = CORE + PEERS
+OPTIONAL = ("numba",)  # srcgrad's own, with an optional dependency
+KINDS = CORE + OPTIONAL + PEERS
 LABELS = {"hand": "hand-written", "srcgrad": "srcgrad", "tape": "tape (runtime)",
+          "numba": "srcgrad numba",
           "autograd": "HIPS autograd", "jax": "JAX jit", "torch": "PyTorch eager"}
-_PEER_MODULE = {"autograd": "autograd", "jax": "jax", "torch": "torch"}
+_PEER_MODULE = {"autograd": "autograd", "jax": "jax", "torch": "torch", "numba": "numba"}
 
 
 def available(kind: str) -> bool:
@@ -83,6 +87,21 @@ def _srcgrad(problem, args):
 
     g = srcgrad.grad(problem.loss, wrt=problem.wrt)
     g(*args)                        # compile (or load from the disk cache) before timing
+    return lambda: g(*args)
+
+
+def _numba(problem, args):
+    import warnings
+
+    import srcgrad
+
+    g = srcgrad.grad(problem.loss, wrt=problem.wrt, backend="numba")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RuntimeWarning)
+        g(*args)                    # specialize and compile before timing
+    fell = [str(w.message) for w in caught if "numba could not compile" in str(w.message)]
+    if fell:
+        raise RuntimeError(fell[0].split(". It runs")[0])
     return lambda: g(*args)
 
 
@@ -152,7 +171,8 @@ def _torch(problem, args):
     return call
 
 
-_BUILDERS = {"hand": _hand, "srcgrad": _srcgrad, "tape": _tape, "autograd": _autograd,
+_BUILDERS = {"hand": _hand, "srcgrad": _srcgrad, "tape": _tape, "numba": _numba,
+             "autograd": _autograd,
              "jax": _jax, "torch": _torch}
 
 

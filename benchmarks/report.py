@@ -100,7 +100,8 @@ def machine(kinds, start=None) -> list:
         rows.append(("load average (1 min)", f"{load:.2f} at the start, {end:.2f} at the end "
                      "(other processes share the cores: a load above the core count "
                      "means the timings were taken on a busy machine)"))
-    peers = [f"{impls.LABELS[k]} {impls.version(k)}" for k in kinds if k in impls.PEERS]
+    peers = [f"{impls.LABELS[k]} {impls.version(k)}" for k in kinds
+             if k in impls.PEERS + impls.OPTIONAL]
     rows.append(("peers", ", ".join(peers) if peers
                  else "none run (not installed or not asked for)"))
     return rows

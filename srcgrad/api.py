@@ -30,7 +30,7 @@ from . import pytree as _pytree
 from . import scopes as _scopes
 from . import specialize as _specialize
 from . import verbatim as _verbatim
-from .codegen import FunctionCode, emit_module
+from .codegen import FunctionCode, JitOptions, emit_module
 from .errors import (InternalError, NotDifferentiableError, OutputTypeError, SrcgradError,
                      WrtError)
 from .frontend import parse_function
@@ -131,6 +131,9 @@ class CompiledFunction:
     #: whether calls repeated with one signature get a variant specialized to it
     #: (srcgrad.specialize); set by grad(..., specialize=False) and value_and_grad
     specialize = False
+    #: "numpy", or "numba": each signature's variant is compiled by numba (srcgrad.jit);
+    #: set by grad(..., backend="numba") and value_and_grad
+    backend = "numpy"
 
     def __init__(self, fun: Callable[..., Any], wrt: Wrt = 0, has_aux: bool = False,
                  argnums: Wrt | None = None, cache: bool = True, fuse: bool = True) -> None:
@@ -182,7 +185,7 @@ class CompiledFunction:
             opts["tree"] = "|".join(_pytree.describe(t) for t in self._tree)
         return opts
 
-    def _build(self, fused: bool = False, spec=None):
+    def _build(self, fused: bool = False, spec=None, jit=None):
         """Run the pipeline: (source, meta) of the generated module, and the IR. With
         `fused`, runs of elementwise work become kernels (see srcgrad.fusion). grad and
         value_and_grad of several arguments also get a fast path: a second function for
@@ -191,9 +194,13 @@ class CompiledFunction:
         self._fast_useful = False
         self._reads = []
         if spec is not None:
-            fc, inputs, header, opt = self._build_one(spec=spec)
-            code = emit_module(fc, inputs, header)
-            return code.text, self._meta(code, bool(self._extra) or self._tree is not None), opt
+            fc, inputs, header, opt = self._build_one(spec=spec, jit=jit)
+            code = emit_module(fc, inputs, header, jit=jit)
+            meta = self._meta(code, bool(self._extra) or self._tree is not None)
+            if jit is not None:  # what numba compiles
+                meta["compiled"] = None if jit.python_body else fc.compiled_name
+                meta["loops"] = code.loops
+            return code.text, meta, opt
         fc, inputs, header, opt = self._build_one(fused)
         if self.kind in ("grad", "value_and_grad") and len(self.wrt_index) > 1 and \
                 not fused and self._fast_useful and self._tree is None:
@@ -227,7 +234,7 @@ class CompiledFunction:
         return [(star.get(p.kind, "") + p.name, p.kind == p.KEYWORD_ONLY)
                 for p in inspect.signature(self.fun).parameters.values()]
 
-    def _build_one(self, fused: bool = False, same: bool = False, spec=None):
+    def _build_one(self, fused: bool = False, same: bool = False, spec=None, jit=None):
         # the prologue makes the `wrt` arguments floating (as_float); jvp takes its
         # primals as they come
         floats = self._float_params()
@@ -257,10 +264,12 @@ class CompiledFunction:
         outs = [returns] if check is None else [returns, check]
         opt = optimize(Graph(graph.inputs, b.eqns, outs, graph.name), named=b.named)
         opt.check(extra_inputs=self._extra + ([self._seed] if self.kind == "vjp" else []))
-        if fused:
+        if fused or jit is not None:
             from .fusion import fuse_graph
+            from .jit import accept
 
-            opt.eqns = fuse_graph(opt.eqns, opt.outputs)
+            opt.eqns = fuse_graph(opt.eqns, opt.outputs,
+                                  accept=accept if jit is not None else None)
             checked(opt, "fusion")
         returns = opt.outputs[0]
         check = _scalar_check(opt.outputs[1]) if check is not None else None
@@ -284,6 +293,12 @@ class CompiledFunction:
             fc.params = ", ".join(v.hint for v in graph.inputs)
             fc.extra = list(self._extra)
         header = self._header(src, fname)
+        if jit is not None and jit.python_body:
+            header += "\n# Its loops compiled by numba (nopython mode), each one pass over " \
+                "memory; large arrays: the rest runs on numpy, which allocates them."
+        elif jit is not None:
+            header += "\n# Compiled by numba (nopython mode); each fused loop is one pass " \
+                "over memory."
         if spec is not None:
             header += "\n# Specialized to these arguments (other calls go to the " \
                 "shape-polymorphic code):" + "".join(
@@ -422,8 +437,9 @@ class CompiledFunction:
         self._source = _cache.source_of(text)
         self._impl = self._call = impl
         if self.specialize and self._specializable():
-            self._variants = _specialize.Variants(impl, self._variant, self._arg_values,
-                                                  self._settle)
+            self._variants = _specialize.Variants(
+                impl, self._variant, self._arg_values, self._settle,
+                hot=1 if self.backend == "numba" else _specialize.HOT_CALLS)
             self._call = self._variants.miss
         return self._call
 
@@ -444,11 +460,14 @@ class CompiledFunction:
         if self._variants is not None and self._impl is not None:
             self._call = first
 
-    def _variant_module(self, sig):
+    def _variant_module(self, sig, jit: bool = False):
         """(text, path, meta) of the variant for signature `sig` (cached like the
-        general module, keyed by the signature too)."""
+        general module, keyed by the signature too); with `jit`, the module numba compiles
+        (srcgrad.jit)."""
         opts = dict(self._options(), spec=_specialize.describe(
             sig, [str(i) for i in range(len(sig))]))
+        if jit:
+            opts["backend"] = "numba"
         key = None
         if self.use_disk_cache and _cache.cache_dir() is not None:
             key = _cache.cache_key(self.fun, opts)
@@ -457,9 +476,15 @@ class CompiledFunction:
                     self._find_ops(loaded[1]):
                 text, meta, path = loaded
                 return text, path, meta
-        text, meta, _ = self._guarded_build(spec=sig)
+        large = any(isinstance(w, tuple) and int(np.prod(w[0])) >= _JIT_LARGE for w in sig)
+        options = JitOptions(cache=key is not None, python_body=large) if jit else None
+        text, meta, _ = self._guarded_build(spec=sig, jit=options)
         self.variant_count += 1
         path = _store(key, text, meta)
+        if path is None and options is not None and options.cache:
+            # numba caches a function of a file only
+            text, meta, _ = self._guarded_build(
+                spec=sig, jit=JitOptions(cache=False, python_body=large))
         if path is None:
             path = f"<srcgrad {meta['entry']} specialized {len(self._spec_sources) + 1}>"
         return text, path, meta
@@ -467,7 +492,13 @@ class CompiledFunction:
     def _variant(self, sig):
         """The variant for `sig`, bound (its guard's fallback: `Variants.miss`). A variant
         that fails to build is a bug in srcgrad: the call runs the general function
-        (which built), with a warning that says so."""
+        (which built), with a warning that says so. With backend="numba", the variant
+        numba compiled, or, where numba cannot compile it, the numpy one (with a warning
+        that names the line)."""
+        if self.backend == "numba":
+            impl = self._jit_variant(sig)
+            if impl is not None:
+                return impl
         try:
             module = self._variant_module(sig)
             impl = self._bind(None, module)
@@ -478,6 +509,37 @@ class CompiledFunction:
                           "on these arguments, this is a bug in srcgrad; please report it",
                           RuntimeWarning, stacklevel=4)
             return self._impl
+        self._spec_sources[sig] = _cache.source_of(module[0])
+        return impl
+
+    def _jit_variant(self, sig):
+        """The variant for `sig` compiled by numba (now, for the signature's types), or
+        None with a warning when numba cannot compile it."""
+        from . import jit as _jit
+
+        numba = _jit.require()
+        module, compiling = None, False
+        try:
+            module = self._variant_module(sig, jit=True)
+            impl = self._bind(None, module)
+            ns, meta = impl.__globals__, module[2]
+            compiling = True
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", numba.NumbaPerformanceWarning)
+                if meta["compiled"] is not None:
+                    _jit.compile_now(ns[meta["compiled"]], sig)
+                for name, params in meta.get("loops", {}).items():
+                    _jit.compile_now(ns[name], [((0,) * nd, np.dtype(dt)) for nd, dt in params])
+        except Exception as err:  # noqa: BLE001 (the numpy code runs)
+            if module is not None and (compiling or
+                                       isinstance(err, numba.core.errors.NumbaError)):
+                msg = _jit.failure(err, module[0], module[1], self.fun.__qualname__)
+            else:
+                msg = (f"srcgrad could not write {self.fun.__qualname__!r} for numba "
+                       f"({type(err).__name__}: {err}); it runs the numpy code. This is a "
+                       "bug in srcgrad; please report it")
+            warnings.warn(msg, RuntimeWarning, stacklevel=5)
+            return None
         self._spec_sources[sig] = _cache.source_of(module[0])
         return impl
 
@@ -698,6 +760,7 @@ class CompiledFunction:
                            cache=self.use_disk_cache, fuse=self.fuse)
         entry._tree, entry._parent = key, self
         entry.compute, entry.specialize = self.compute, self.specialize
+        entry.backend = self.backend
         entry._namedtuples = any(_pytree.has_namedtuple(key[i]) for i in self.wrt_index)
         return entry
 
@@ -767,6 +830,7 @@ class CompiledFunction:
         new = self._rebound(self.fun.__get__(obj, objtype),
                             tuple(wrt) if self.wrt_tuple else wrt[0])
         new.compute, new.specialize = self.compute, self.specialize
+        new.backend = self.backend
         try:
             ref = weakref.ref(obj, lambda _, k=id(obj): self._bound.pop(k, None))
         except TypeError:
@@ -1712,19 +1776,21 @@ def _alias_argnum(wrt, argnums, argnum):
 @overload
 def grad(fun: None = None, *, wrt: Wrt = 0, has_aux: bool = False, argnums: Wrt | None = None,
          argnum: Wrt | None = None, cache: bool = True, fuse: bool = True, compute: bool = False,
-         specialize: bool = True) -> Callable[[Callable[..., Any]], CompiledFunction]: ...
+         specialize: bool = True, backend: str = "numpy"
+         ) -> Callable[[Callable[..., Any]], CompiledFunction]: ...
 
 
 @overload
 def grad(fun: Callable[..., Any], *, wrt: Wrt = 0, has_aux: bool = False,
          argnums: Wrt | None = None, argnum: Wrt | None = None, cache: bool = True,
-         fuse: bool = True, compute: bool = False, specialize: bool = True
-         ) -> CompiledFunction: ...
+         fuse: bool = True, compute: bool = False, specialize: bool = True,
+         backend: str = "numpy") -> CompiledFunction: ...
 
 
 def grad(fun: Callable[..., Any] | None = None, *, wrt: Wrt = 0, has_aux: bool = False,
          argnums: Wrt | None = None, argnum: Wrt | None = None, cache: bool = True,
-         fuse: bool = True, compute: bool = False, specialize: bool = True
+         fuse: bool = True, compute: bool = False, specialize: bool = True,
+         backend: str = "numpy"
          ) -> CompiledFunction | Callable[[Callable[..., Any]], CompiledFunction]:
     """The gradient of `fun`, a function with a scalar output, as generated Python code.
 
@@ -1745,21 +1811,33 @@ def grad(fun: Callable[..., Any] | None = None, *, wrt: Wrt = 0, has_aux: bool =
     cast and shape computation resolved when it is compiled, behind a guard that sends
     other calls to the shape-polymorphic code (at most 4 variants; see
     `specialized_source`). `specialize=False` keeps to the polymorphic code.
+
+    `backend="numba"` compiles the gradient with numba (an optional dependency: `pip
+    install "srcgrad[jit]"`): each new signature of numpy arrays and numbers gets, at its
+    first call, a variant specialized to it whose elementwise work is written as explicit
+    loops, compiled in nopython mode and cached on disk beside srcgrad's cache. Code numba
+    cannot compile runs the numpy variant, with a warning that names the line.
     """
     argnums = _alias_argnum(wrt, argnums, argnum)
+    _check_backend("grad", backend, specialize)
     if fun is None:
         return functools.partial(grad, wrt=wrt, has_aux=has_aux, argnums=argnums, cache=cache,
-                                 fuse=fuse, compute=compute, specialize=specialize)
+                                 fuse=fuse, compute=compute, specialize=specialize,
+                                 backend=backend)
     if isinstance(fun, CompiledFunction):
+        if backend != "numpy":
+            raise ValueError("backend='numba' is for grad, value_and_grad and hvp of a plain "
+                             "function; grad of grad(f) runs the numpy code")
         return _computing(NestedGradFunction(fun, wrt, has_aux, argnums, cache), compute)
     return _computing(GradFunction(fun, wrt, has_aux, argnums, cache, fuse), compute,
-                      specialize)
+                      specialize, backend)
 
 
 @overload
 def value_and_grad(fun: None = None, *, wrt: Wrt = 0, has_aux: bool = False,
                    argnums: Wrt | None = None, argnum: Wrt | None = None, cache: bool = True,
-                   fuse: bool = True, compute: bool = False, specialize: bool = True
+                   fuse: bool = True, compute: bool = False, specialize: bool = True,
+                   backend: str = "numpy"
                    ) -> Callable[[Callable[..., Any]], ValueAndGradFunction]:
     ...
 
@@ -1767,33 +1845,57 @@ def value_and_grad(fun: None = None, *, wrt: Wrt = 0, has_aux: bool = False,
 @overload
 def value_and_grad(fun: Callable[..., Any], *, wrt: Wrt = 0, has_aux: bool = False,
                    argnums: Wrt | None = None, argnum: Wrt | None = None, cache: bool = True,
-                   fuse: bool = True, compute: bool = False, specialize: bool = True
-                   ) -> ValueAndGradFunction: ...
+                   fuse: bool = True, compute: bool = False, specialize: bool = True,
+                   backend: str = "numpy") -> ValueAndGradFunction: ...
 
 
 def value_and_grad(fun: Callable[..., Any] | None = None, *, wrt: Wrt = 0,
                    has_aux: bool = False, argnums: Wrt | None = None,
                    argnum: Wrt | None = None, cache: bool = True, fuse: bool = True,
-                   compute: bool = False, specialize: bool = True
+                   compute: bool = False, specialize: bool = True, backend: str = "numpy"
                    ) -> ValueAndGradFunction | Callable[[Callable[..., Any]],
                                                         ValueAndGradFunction]:
     """Like `grad`, but returns `(value, grads)`; fits `scipy.optimize.minimize(jac=True)`
     (with dask arrays among the arguments, pass `compute=True` there). Specialized to
-    hot signatures as `grad` is (`specialize=False` keeps to the polymorphic code)."""
+    hot signatures as `grad` is (`specialize=False` keeps to the polymorphic code), and
+    compiled by numba with `backend="numba"` as `grad` is."""
     argnums = _alias_argnum(wrt, argnums, argnum)
+    _check_backend("value_and_grad", backend, specialize)
     if fun is None:
         return functools.partial(value_and_grad, wrt=wrt, has_aux=has_aux, argnums=argnums,
                                  cache=cache, fuse=fuse, compute=compute,
-                                 specialize=specialize)
+                                 specialize=specialize, backend=backend)
     return _computing(ValueAndGradFunction(fun, wrt, has_aux, argnums, cache, fuse), compute,
-                      specialize)
+                      specialize, backend)
 
 
-def _computing(f: CompiledFunction, compute: bool, specialize: bool = False
-               ) -> CompiledFunction:
+def _computing(f: CompiledFunction, compute: bool, specialize: bool = False,
+               backend: str = "numpy") -> CompiledFunction:
     f.compute = bool(compute)
     f.specialize = bool(specialize)
+    f.backend = backend
     return f
+
+
+_BACKENDS = ("numpy", "numba")
+#: arrays of this many elements or more: a numba variant compiles only its loops (the
+#: rest runs on numpy, which allocates its arrays; see codegen.JitOptions.python_body)
+_JIT_LARGE = 1 << 16
+
+
+def _check_backend(kind: str, backend, specialize: bool = True) -> None:
+    """Refuse an unknown backend, and numba where it is not installed (saying how)."""
+    if backend not in _BACKENDS:
+        raise ValueError(f"srcgrad.{kind}: backend={backend!r} is not one of "
+                         f"{', '.join(map(repr, _BACKENDS))}")
+    if backend == "numba":
+        if not specialize:
+            raise ValueError(f"srcgrad.{kind}: backend='numba' compiles code specialized to "
+                             "each call's shapes and dtypes; it cannot be used with "
+                             "specialize=False")
+        from .jit import require
+
+        require()
 
 
 @functools.lru_cache(maxsize=None)

@@ -36,10 +36,12 @@ from runtime.ops.lists import LIST_APPEND, LIST_GET
 
 from .fresh import fresh_returns
 from .fusion import FUSED
-from .ir import COND, FOR, NEWSTACK, POP, PUSH, PYTHON, WHILE, Eqn, Graph, Var, checked, iter_vars
+from .ir import (COND, FOR, NEWSTACK, POP, PUSH, PYTHON, SCALAR, WHILE, Eqn, Graph, Var,
+                 checked, iter_vars)
 from .staging import MAKE_SLICE, PACK
 
-__all__ = ["FunctionCode", "ModuleCode", "emit_module", "index_source"]
+__all__ = ["FunctionCode", "ModuleCode", "JitOptions", "emit_module", "index_source",
+           "loop_shape", "jit_dtype"]
 
 _ident = re.compile(r"[^0-9a-zA-Z_]")
 _KEYWORDS = set(keyword.kwlist)
@@ -49,6 +51,8 @@ _BUILTINS = {"range", "reversed", "list", "len", "int", "float", "slice", "type"
 # a bare name the code calls or reads an attribute of (`np.sin(`, `sum_to(`), outside quotes
 _READ = re.compile(r"""('[^']*'|"[^"]*")|(?<![\w.])([A-Za-z_]\w*)(?=\s*[.(])""")
 _HOLE = "\x00{}\x00"  # an operand's place in a spelling, filled after renaming
+# what the numba backend's modules import from numba
+_JIT_NAMES = {"njit", "prange"}
 
 
 def index_source(idx) -> str:
@@ -148,6 +152,7 @@ class ModuleCode:
         self.text, self.entry, self.numpy_name = text, entry, numpy_name
         self.scopes, self.ops = scopes, ops
         self.fallback = fallback  # a specialized variant's: where the general function goes
+        self.loops: dict = {}  # jit: loop function -> (ndim, dtype) of each parameter
 
 
 class _Namer:
@@ -184,17 +189,21 @@ class _Namer:
 
 def _module_readable(name: str, ops: dict) -> bool:
     """Whether generated code can mean `name` as a module-level or builtin name."""
-    return name in ("np", "ndarray") or name in _helpers.HELPERS or name in ops or \
-        hasattr(builtins, name)
+    return name in ("np", "ndarray") or name in _JIT_NAMES or name in _helpers.HELPERS or \
+        name in ops or hasattr(builtins, name)
 
 
 class _Module:
     """The names of one generated module (see the module docstring)."""
 
-    def __init__(self, params: set, clashes: set, ops: dict):
+    def __init__(self, params: set, clashes: set, ops: dict, jit=None):
         self.params = params  # every parameter name of every generated function
         self.ops = ops  # names the code calls custom ops by -> the ops
+        # the numba backend's options (JitOptions), None for numpy code
+        self.jit = jit
         fixed = {"np", "ndarray"} | set(_helpers.HELPERS) | _BUILTINS | set(ops) | clashes
+        if jit is not None:
+            fixed |= _JIT_NAMES
         self.names = _Namer(params | fixed | _KEYWORDS)
         # a name the code reads, taken by a parameter: the code reads it under another
         self.alias = {n: self.names.fresh(n, False) for n in sorted(fixed & params)}
@@ -208,6 +217,8 @@ class _Module:
         self.modules: dict[str, str] = {}  # modules statements run as written use -> name
         self.dtypes: dict[str, str] = {}  # dtype.str -> its module-level name (guards)
         self.fallback: str | None = None  # a specialized variant's general function
+        self.reductions: list = []  # jit: (reduction equation, its loop function's name)
+        self.loop_types: dict = {}  # jit: loop function -> (ndim, dtype) of its parameters
 
     def g(self, name: str) -> str:
         """The name under which the code reads module-level or builtin `name`."""
@@ -373,6 +384,9 @@ def _render_return(em: _Emitter, obj) -> str:
                                for k, v in obj.items()) + "}"
     if isinstance(obj, FunctionCode):  # a closure this function returns
         return obj.local_name
+    if _compiled_body(em.mod) and isinstance(obj, Var) and obj.kind == "array" and \
+            loop_shape(obj) == ():  # (numba returns a 0-d result as a Python float)
+        return f"{em.mod.g('np')}.asarray({em.src(obj)})"
     return em.src(obj)
 
 
@@ -691,6 +705,23 @@ class _BlockCtx:
                                        lines)
             elif e.prim in _STATEMENTS:
                 _STATEMENTS[e.prim](self, e, ind, lines)
+            elif _compiled_body(em.mod) and _jit_scatter(e):
+                # (the helper is Python: numba cannot call it)
+                g, idx = e.ins[0], e.ins[e.prim.adds_at]
+                np_ = em.mod.g("np")
+                lines.append(f"{ind}{self.name(o)} = {np_}.zeros({loop_shape(o)!r}, "
+                             f"{np_}.{jit_dtype(o)})")
+                lines.append(ind + _norm(f"{self.name(o)}[{em.index_src(idx)}] += "
+                                         f"{em.src(g)}"))
+            elif _compiled_body(em.mod) and e.prim.name == "cast_like" and \
+                    jit_dtype(e.ins[1]) is not None:  # (the helper is Python)
+                lines.append(f"{ind}{self.name(o)} = {em.src(e.ins[0])}.astype("
+                             f"{em.mod.g('np')}.{jit_dtype(e.ins[1])})")
+            elif _compiled_body(em.mod) and _loop_reduction(e):
+                # (numba's np.sum has no keepdims, its np.max no axis)
+                name = em.mod.bind(f"_{e.prim.name}")
+                em.mod.reductions.append((e, name))
+                lines.append(f"{ind}{self.name(o)} = {name}({em.src(e.ins[0])})")
             elif top and self.fc.free and self._in_place(e, i, last_use, eqns):
                 a = e.ins[0]
                 op = e.prim.inplace_op
@@ -725,7 +756,10 @@ class _BlockCtx:
 
     def _free_dead(self, e, i, eqns, absorb, inlined, reads_of, last_use, ind, lines):
         """`del` the arrays statement i reads for the last time: Python would keep every
-        intermediate alive until the function returns."""
+        intermediate alive until the function returns. (numba frees them itself, and has
+        no `del`.)"""
+        if self.em.mod.jit is not None and not self.em.mod.jit.python_body:
+            return
         reads = [r for v in e.var_ins()
                  for r in (reads_of.get(v.id, [v]) if v.id in inlined else [v])]
         if i in absorb:  # the absorbed scatter_add's reads happen here
@@ -747,6 +781,11 @@ class _BlockCtx:
         em = self.em
         names = ", ".join(self.name(v) for v in e.outs)
         args = ", ".join(em.src(a) for a in e.ins)
+        jit = em.mod.jit
+        if jit is not None and jit.python_body:  # numpy allocates the loop's outputs
+            np_ = em.mod.g("np")
+            args = ", ".join([args] + [f"{np_}.empty({loop_shape(o)!r}, {np_}.{jit_dtype(o)})"
+                                       for o in e.outs])
         lines.append(f"{ind}{names} = {em.mod.region_name(e)}({args})")
         em.mod.regions.append((e, [em.src(a) for a in e.ins]))
 
@@ -756,16 +795,64 @@ class _BlockCtx:
         lines.append(ind + _norm(self.em.expr(e, self.uses)))
 
     def newstack(self, e, ind, lines):
-        lines.append(f"{ind}{self.name(e.outs[0])} = []")
+        name = self.name(e.outs[0])
+        sites = self._stack_sites().get(e.outs[0].id)
+        if sites is None:
+            lines.append(f"{ind}{name} = []")
+            return
+        # numba's lists hold one type: a list per push site (see _stack_sites)
+        names = [name] + [self.namer.fresh(name, False) for _ in range(sites[0] - 1)]
+        self.stack_names[e.outs[0].id] = names
+        lines.append(f"{ind}{', '.join(names)} = {', '.join('[]' for _ in names)}")
+
+    def _stack(self, e) -> str:
+        """The list a push or pop of `e` uses (its site's, where the stack is split)."""
+        names = self.stack_names.get(e.ins[0].id) if hasattr(self, "stack_names") else None
+        if names is None:
+            return self.em.src(e.ins[0])
+        return names[self._stack_sites()[e.ins[0].id][1][id(e)]]
+
+    def _stack_sites(self) -> dict:
+        """Compiled by numba: {stack id: (number of push sites, {id(push or pop): site})}
+        for each stack whose pushes are all statements of one block and whose pops are all
+        statements of another, as many (a loop's body and its adjoint's): pop k of a
+        body takes what push n-1-k of the other put, so each site gets a list of its own.
+        Other stacks stay one list."""
+        if getattr(self, "sites", None) is not None:
+            return self.sites
+        self.sites, self.stack_names = {}, {}
+        if not _compiled_body(self.em.mod):
+            return self.sites
+        found: dict = {}
+
+        def walk(eqns, block):
+            for e in eqns:
+                if e.prim in (PUSH, POP):
+                    found.setdefault(e.ins[0].id, []).append((e, block))
+                for b in e.blocks():
+                    walk(b.eqns, id(b))
+
+        walk(self.fc.eqns, None)
+        for sid, uses in found.items():
+            pushes = [(e, b) for e, b in uses if e.prim is PUSH]
+            pops = [(e, b) for e, b in uses if e.prim is POP]
+            if len(pushes) < 2 or len(pushes) != len(pops) or \
+                    len({b for _, b in pushes}) != 1 or len({b for _, b in pops}) != 1:
+                continue
+            n = len(pushes)
+            site = {id(e): k for k, (e, _) in enumerate(pushes)}
+            site.update({id(e): n - 1 - k for k, (e, _) in enumerate(pops)})
+            self.sites[sid] = (n, site)
+        return self.sites
 
     def push(self, e, ind, lines):
         vals = [self.em.src(v) for v in e.ins[1:]]
         item = vals[0] if len(vals) == 1 else f"({', '.join(vals)})"
-        lines.append(f"{ind}{self.em.src(e.ins[0])}.append({item})")
+        lines.append(f"{ind}{self._stack(e)}.append({item})")
 
     def pop(self, e, ind, lines):
         names = ", ".join(self.name(v) for v in e.outs)
-        lines.append(f"{ind}{names} = {self.em.src(e.ins[0])}.pop()")
+        lines.append(f"{ind}{names} = {self._stack(e)}.pop()")
 
     def verbatim(self, e, ind, lines):
         """A statement that runs as written (srcgrad.verbatim), its names renamed."""
@@ -983,7 +1070,10 @@ class _BlockCtx:
                     f"{em.mod.g('range')}({a}, {b})"
             else:
                 rng = f"{em.mod.g('range')}({a}, {b}, {c})"
-            if e.params.get("reverse"):
+            if e.params.get("reverse") and _compiled_body(em.mod) and c == "1":
+                # (numba has no reversed())
+                rng = f"{em.mod.g('range')}({_minus1(b)}, {_minus1(a)}, -1)"
+            elif e.params.get("reverse"):
                 rng = f"{em.mod.g('reversed')}({rng})"
             lines.append(f"{ind}for {self.name(idx, exact=True)} in {rng}:")
             if "brk" in e.params:
@@ -1089,6 +1179,248 @@ def _emit_regions(mod: _Module, body: list):
         body.append(")")
 
 
+class JitOptions:
+    """How the numba backend's module is compiled: `cache` (numba's on-disk cache, beside
+    srcgrad's: only for a module that is a file), and the number of elements from which a
+    loop runs in parallel threads (`prange`)."""
+
+    def __init__(self, cache: bool = False, parallel_min: int = 1 << 17,
+                 python_body: bool = False):
+        self.cache = cache
+        self.parallel_min = parallel_min
+        # large arrays: only the loops are compiled, the function around them stays
+        # Python and numpy allocates every array (numba's allocator takes fresh pages
+        # for each large array, a page fault per 4 KiB; numpy's asks for huge pages)
+        self.python_body = python_body
+
+    def decorator(self, mod: _Module, parallel: bool = False) -> str:
+        opts = ["cache=True"] * self.cache + ["parallel=True"] * parallel
+        return f"@{mod.g('njit')}({', '.join(opts)})"
+
+
+def jit_dtype(v) -> "str | None":
+    """The numpy dtype name (`float64`, `bool_`) of a value whose dtype the IR knows, in the
+    native byte order; else None."""
+    if v.dclass == ("bool",):
+        return "bool_"
+    if isinstance(v.dclass, tuple) and len(v.dclass) == 2 and v.dclass[0] in ("f", "k") \
+            and isinstance(v.dclass[1], str):  # (("f", id): a float of unknown width)
+        dt = numpy.dtype(v.dclass[1])
+        if dt.isnative and dt.kind in "fiub":
+            return "bool_" if dt.kind == "b" else dt.name
+    return None
+
+
+def loop_shape(v) -> "tuple | None":
+    """The shape of a value the IR knows (a specialized variant's), else None."""
+    if isinstance(v, Var) and v.sclass == SCALAR:
+        return ()
+    if isinstance(v, Var) and isinstance(v.sclass, tuple) and len(v.sclass) == 2 and \
+            v.sclass[0] == "k":
+        return v.sclass[1]
+    return None
+
+
+def _emit_jit_entry(fc, namer, mod: _Module, inputs, lines):
+    """The numba backend's entry: a Python function that holds the guard and calls the
+    compiled one, which takes the inputs by position."""
+    for v in inputs:
+        namer.names.setdefault(v.id, v.hint)
+        namer.used.add(namer.names[v.id])
+    names = [namer.names[v.id] for v in inputs]
+    params = fc.params or ", ".join(names)
+    lines.append(f"def {fc.module_name}({params}):")
+    if fc.spec is not None:
+        lines.extend("    " + ln for ln in _spec_guard(fc, namer, mod))
+    for v in fc.as_float:  # (a Python number `wrt`: numba cannot call the helper)
+        x = namer.names[v.id]
+        lines.append(f"    {x} = {mod.g('as_float')}({x})")
+    lines.append(f"    return {fc.compiled_name}({', '.join(names)})  # compiled by numba")
+    lines += ["", ""]
+    inner = _Namer(mod.local_reserved)
+    mod.namers.append(inner)
+    spec, fc.spec = fc.spec, None
+    as_float, fc.as_float = fc.as_float, []
+    fc.params = ", ".join(names)
+    fc.docstring = "What numba compiles (nopython mode): the guard above has checked " \
+        "every argument."
+    lines.append(mod.jit.decorator(mod))
+    try:
+        _emit_function(fc, inner, _Emitter(inner, mod), inputs, "", lines, fc.compiled_name)
+    finally:
+        fc.spec, fc.as_float = spec, as_float
+
+
+def _emit_loops(mod: _Module, body: list):
+    """The numba backend's fused regions: each a function of explicit loops over the
+    region's (known) broadcast shape, one pass over memory; every value of the region is
+    a scalar inside the loop, read from its input at the broadcast index and written to
+    its output array there."""
+    for e, params in mod.regions:
+        region = e.params["region"]
+        name = mod.region_name(e)
+        values = list(e.ins) + [o for q in region.eqns for o in q.outs]
+        shape = tuple(numpy.broadcast_shapes(*(loop_shape(v) for v in values)))
+        size = int(numpy.prod(shape))
+        sub = _Namer(mod.local_reserved | set(params))
+        mod.namers.append(sub)
+        em = _Emitter(sub, mod)
+        em.maybe_py = set()
+        idx = [sub.fresh(n, True) for n in "ijkl"[:len(shape)]] if len(shape) <= 4 else \
+            [sub.fresh("i", False) for _ in shape]
+
+        def at(v, arr):
+            s = loop_shape(v)
+            if not s:
+                return f"{arr}[()]"
+            off = len(shape) - len(s)
+            parts = ["0" if n == 1 and shape[off + k] != 1 else idx[off + k]
+                     for k, n in enumerate(s)]
+            return f"{arr}[{', '.join(parts)}]"
+
+        items = []  # a 0-d input's item, read once (it may come as a 0-d array or a number)
+        for v, p in zip(e.ins, params):
+            if loop_shape(v) == ():
+                item = sub.fresh(p + "_item", False)
+                items.append(f"    {item} = {mod.g('np')}.asarray({p})[()]")
+                em.inline[v.id] = item
+            else:
+                em.inline[v.id] = at(v, p)
+        outs = {v.id for v in e.outs}
+        arrays = {o.id: sub.fresh(o.hint, True) for o in e.outs}
+        later = {}  # value id -> whether a later equation of the region reads it
+        for k, q in enumerate(region.eqns):
+            for a in q.ins:
+                if isinstance(a, Var):
+                    later[a.id] = True
+        parallel = size >= mod.jit.parallel_min and len(shape) > 0
+        where = f" ({e.loc.short()})" if e.loc is not None else ""
+        given = mod.jit.python_body  # the outputs come allocated
+        outs_params = [arrays[o.id] for o in e.outs] if given else []
+        body += ["", "", mod.jit.decorator(mod, parallel),
+                 f"def {name}({', '.join(list(params) + outs_params)}):",
+                 f'    """Fused elementwise loop{where}: one pass over {shape!r}."""']
+        np_ = mod.g("np")
+        mod.loop_types[name] = [(len(loop_shape(v)), jit_dtype(v))
+                                for v in list(e.ins) + (list(e.outs) if given else [])]
+        for o in e.outs if not given else ():
+            body.append(f"    {arrays[o.id]} = {np_}.empty({loop_shape(o)!r}, "
+                        f"{np_}.{jit_dtype(o)})")
+        body += items
+        ind = "    "
+        for k, (i, n) in enumerate(zip(idx, shape)):
+            rng = mod.g("prange") if parallel and k == 0 else mod.g("range")
+            body.append(f"{ind}for {i} in {rng}({n}):")
+            ind += "    "
+        for q in region.eqns:
+            o = q.outs[0]
+            text = _norm(em.expr(q, {}))
+            if o.id in outs and not later.get(o.id):
+                body.append(f"{ind}{at(o, arrays[o.id])} = {text}")
+                continue
+            local = sub.fresh(o.hint, False)
+            sub.names[o.id] = local
+            body.append(f"{ind}{local} = {text}")
+            if o.id in outs:
+                body.append(f"{ind}{at(o, arrays[o.id])} = {local}")
+        ret = ", ".join(arrays[o.id] for o in e.outs)
+        body.append(f"    return {ret}")
+
+
+def _compiled_body(mod: _Module) -> bool:
+    """Is the function being written compiled by numba (not only its loops)?"""
+    return mod.jit is not None and not mod.jit.python_body
+
+
+def _minus1(text: str) -> str:
+    """The source of `text - 1` (`text` an int's source)."""
+    try:
+        return str(int(text) - 1)
+    except ValueError:
+        return f"({text}) - 1" if not text.isidentifier() else f"{text} - 1"
+
+
+def _jit_scatter(e) -> bool:
+    """A scatter_add the numba backend writes as `out = np.zeros(shape); out[idx] += g`:
+    a constant basic index (slices and integers: no element is hit twice) into an array
+    of known shape and dtype."""
+    from runtime.ops.shapes import is_basic_index
+
+    if e.prim.name != "scatter_add" or e.prim.adds_at is None:
+        return False
+    idx = e.ins[e.prim.adds_at]
+    return not isinstance(idx, Var) and is_basic_index(idx) and not _valid_on_0d(idx) and \
+        loop_shape(e.outs[0]) is not None and jit_dtype(e.outs[0]) is not None
+
+
+_REDUCE_INIT = {"sum": "0.0", "mean": "0.0", "max": "-np.inf", "min": "np.inf"}
+
+
+def _loop_reduction(e) -> bool:
+    """A reduction the numba backend writes as a loop: sum, mean, max or min of a float
+    array whose shape the IR knows, over axes that are not empty."""
+    if e.prim.name not in _REDUCE_INIT or len(e.ins) != 1 or not isinstance(e.ins[0], Var):
+        return False
+    x, o = e.ins[0], e.outs[0]
+    shape = loop_shape(x)
+    if shape is None or loop_shape(o) is None or jit_dtype(x) not in ("float64", "float32") \
+            or jit_dtype(o) != jit_dtype(x):
+        return False
+    return all(n > 0 for k, n in enumerate(shape) if k in _reduced_axes(e, len(shape)))
+
+
+def _reduced_axes(e, ndim: int) -> set:
+    axis = {**e.prim.defaults, **e.params}["axis"]
+    if axis is None:
+        return set(range(ndim))
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    return {a % ndim for a in axes}
+
+
+def _emit_reductions(mod: _Module, body: list):
+    """The numba backend's reductions: each a function of explicit loops over its input,
+    accumulating into the output at the index with the reduced axes dropped (or 0 where
+    they are kept). A NaN propagates through max and min as it does in numpy."""
+    np_ = mod.g("np")
+    for e, name in mod.reductions:
+        x, o = e.ins[0], e.outs[0]
+        shape, out_shape = loop_shape(x), loop_shape(o)
+        keep = {**e.prim.defaults, **e.params}["keepdims"]
+        axes = _reduced_axes(e, len(shape))
+        sub = _Namer(mod.local_reserved | {"x", "out"})
+        mod.namers.append(sub)
+        idx = [sub.fresh(n, True) for n in "ijkl"[:len(shape)]] if len(shape) <= 4 else \
+            [sub.fresh("i", False) for _ in shape]
+        parts = [("0" if k in axes else i) for k, i in enumerate(idx)
+                 if keep or k not in axes]
+        at = f"out[{', '.join(parts)}]" if parts else "out[()]"
+        item = f"x[{', '.join(idx)}]" if idx else "x[()]"
+        kind = e.prim.name
+        init = _REDUCE_INIT[kind].replace("np.", np_ + ".")
+        where = f" ({e.loc.short()})" if e.loc is not None else ""
+        mod.loop_types[name] = [(len(shape), jit_dtype(x))]
+        body += ["", "", mod.jit.decorator(mod), f"def {name}(x):",
+                 f'    """{kind} over axes {tuple(sorted(axes))} of {shape!r}{where}, '
+                 'as a loop."""',
+                 f"    out = {np_}.full({out_shape!r}, {init}, {np_}.{jit_dtype(o)})"]
+        ind = "    "
+        for i, n in zip(idx, shape):
+            body.append(f"{ind}for {i} in {mod.g('range')}({n}):")
+            ind += "    "
+        if kind in ("sum", "mean"):
+            body.append(f"{ind}{at} += {item}")
+        else:
+            v = sub.fresh("v", True)
+            cmp = ">" if kind == "max" else "<"
+            body += [f"{ind}{v} = {item}",
+                     f"{ind}if {v} {cmp} {at} or {v} != {v}:  # (NaN wins, as in numpy)",
+                     f"{ind}    {at} = {v}"]
+        if kind == "mean":
+            count = int(numpy.prod([shape[k] for k in axes]))
+            body.append(f"    out /= {count}")
+        body.append("    return out")
+
+
 def _custom_ops(fcs) -> dict:
     """name -> op, for the user's ops the functions call (by the op's name)."""
     ops = {}
@@ -1133,14 +1465,17 @@ def _functions(fc: FunctionCode) -> list:
     return out
 
 
-def emit_module(fc: FunctionCode, inputs, header: str) -> ModuleCode:
+def emit_module(fc: FunctionCode, inputs, header: str, jit=None) -> ModuleCode:
     """The module source for `fc` (and its same-shape variant `fc.fast`, whose inputs are
-    `fc.fast[0].inputs`) and the module-level names the caller must bind."""
+    `fc.fast[0].inputs`) and the module-level names the caller must bind. With `jit` (a
+    JitOptions), the module is for the numba backend: `fc` is specialized (`fc.spec`), its
+    guard stays in Python and the rest of it is compiled by numba, with each fused
+    region written as a function of explicit loops (`_emit_loops`)."""
     _own_returns(fc)
     ops = _custom_ops(_functions(fc))
     clashes: set = set()
     while True:
-        code, found = _emit_planned(fc, inputs, header, ops, clashes)
+        code, found = _emit_planned(fc, inputs, header, ops, clashes, jit)
         if not found:
             return code
         if found <= clashes:
@@ -1156,19 +1491,22 @@ def _own_returns(fc):
             checked(Graph([], f.eqns, [f.returns]), "fresh returns")
 
 
-def _emit_planned(fc, inputs, header, ops, clashes):
+def _emit_planned(fc, inputs, header, ops, clashes, jit=None):
     """(ModuleCode, set()) or (None, names the code read that a local or parameter
     took: the plan must steer clear of them).
 
     (Complexity about 27: the module's parts in order, each a short step.)"""
     extra = {v.id for v in fc.extra}  # named like locals, not kept like the user's
     params = {v.hint for v in inputs if v.id not in extra}
-    mod = _Module(params, clashes, ops)
+    mod = _Module(params, clashes, ops, jit)
     tops = [(fc, inputs)]
     if fc.fast is not None:
         tops.append((fc.fast[0], fc.fast[0].inputs))
     for f, _ in tops:
         f.module_name = mod.bind(f.name)
+        if jit is not None:
+            f.compiled_name = f.module_name if jit.python_body else \
+                mod.bind(f.name + "_compiled")
     for f in _functions(fc):  # module-level names first: no local may take one
         for _, what in f.spec or ():  # a specialized variant's dtypes and fallback
             if isinstance(what, tuple):
@@ -1189,8 +1527,15 @@ def _emit_planned(fc, inputs, header, ops, clashes):
         mod.namers.append(namer)
         if body:
             body += ["", ""]
-        _emit_function(f, namer, _Emitter(namer, mod), ins, "", body, f.module_name)
-    _emit_regions(mod, body)
+        if jit is not None and not jit.python_body:
+            _emit_jit_entry(f, namer, mod, ins, body)
+        else:
+            _emit_function(f, namer, _Emitter(namer, mod), ins, "", body, f.module_name)
+    if jit is not None:
+        _emit_loops(mod, body)
+        _emit_reductions(mod, body)
+    else:
+        _emit_regions(mod, body)
     taken = params.union(*(n.names.values() for n in mod.namers))
     found = {n for n in mod.reads if n not in mod.alias and n in taken}
     if found:
@@ -1203,8 +1548,10 @@ def _emit_planned(fc, inputs, header, ops, clashes):
                       _bound(scopes, {n: op for n, op in bound_ops.items()
                                       if n not in imported}) + _variant_names(mod) +
                       ["", ""] + body) + "\n"
-    return ModuleCode(text, fc.module_name, mod.alias.get("np", "np"), scopes, bound_ops,
-                      mod.fallback), set()
+    code = ModuleCode(text, fc.module_name, mod.alias.get("np", "np"), scopes, bound_ops,
+                      mod.fallback)
+    code.loops = mod.loop_types
+    return code, set()
 
 
 def _variant_names(mod: _Module) -> list:
@@ -1264,6 +1611,8 @@ def _imports(mod: _Module) -> list:
         return n if n not in mod.alias else f"{n} as {mod.alias[n]}"
 
     lines = [f"import numpy as {mod.alias.get('np', 'np')}"]
+    if mod.jit is not None:
+        lines.append(f"from numba import {', '.join(name(n) for n in sorted(_JIT_NAMES))}")
     for modname, bound in sorted(mod.modules.items()):
         lines.append(f"import {modname}" if bound == modname else
                      f"import {modname} as {bound}")

@@ -43,8 +43,11 @@ def _fusible(e: Eqn) -> bool:
         for a in e.ins)
 
 
-def fuse_graph(eqns: list, outputs, counter=None) -> list:
-    """Replace runs of elementwise equations by `fused` equations (nested blocks too)."""
+def fuse_graph(eqns: list, outputs, counter=None, accept=None) -> list:
+    """Replace runs of elementwise equations by `fused` equations (nested blocks too).
+    `accept(e, run)`, when given, must also hold of every equation in a region: whether
+    `e` may join the equations `run` (the numba backend's loops: known shapes that
+    broadcast together, known dtypes, a scalar spelling numba compiles)."""
     counter = counter if counter is not None else [0]
     # where each value is last read (the outputs read at the end): a region's value is an
     # output of the region when it is read at or after the region's end
@@ -66,8 +69,10 @@ def fuse_graph(eqns: list, outputs, counter=None) -> list:
 
     for i, e in enumerate(eqns):
         for b in e.blocks():
-            b.eqns = fuse_graph(b.eqns, b.outs, counter)
-        if _fusible(e):
+            b.eqns = fuse_graph(b.eqns, b.outs, counter, accept)
+        if _fusible(e) and (accept is None or accept(e, [])):
+            if accept is not None and run and not accept(e, run):
+                close(i)  # (the run's loop cannot take it: another shape)
             run.append(e)
         else:
             close(i)

@@ -221,14 +221,22 @@ def _float64(v) -> bool:
 
 
 def _rw_bilinear_known(e, c):
-    """matmul_grad_a / matmul_grad_b of matrices of known shapes (a specialized variant):
-    `g @ b.T` and `a.T @ g`, with nothing left to reduce."""
+    """matmul_grad_a / matmul_grad_b of matrices and vectors of known shapes (a
+    specialized variant): `g @ b.T` and `a.T @ g`, or an outer product and a
+    matrix-vector product, with nothing left to reduce."""
     g, a, b = e.ins
     shapes = [known_shape(v) for v in (g, a, b)]
-    if any(s is None or len(s) != 2 for s in shapes) or \
-            len({v.dclass for v in (g, a, b)}) != 1:
+    if any(s is None for s in shapes) or len({v.dclass for v in (g, a, b)}) != 1:
         return _KEEP
-    if e.prim is _linalg.matmul_grad_a:
+    ranks = tuple(len(s) for s in shapes)
+    grad_a = e.prim is _linalg.matmul_grad_a
+    if ranks == (1, 2, 1):  # a matrix times a vector: a (m, n) @ b (n,) -> (m,)
+        return ops.outer(g, b) if grad_a else ops.matmul(ops.transpose(a), g)
+    if ranks == (1, 1, 2):  # a vector times a matrix: a (n,) @ b (n, k) -> (k,)
+        return ops.matmul(b, g) if grad_a else ops.outer(a, g)
+    if ranks != (2, 2, 2):
+        return _KEEP
+    if grad_a:
         return ops.matmul(g, ops.transpose(b)) if shapes[0][0] == shapes[1][0] else _KEEP
     return ops.matmul(ops.transpose(a), g) if shapes[0][1] == shapes[2][1] else _KEEP
 

@@ -74,8 +74,9 @@ class Variants:
     kwargs)` gives the values a signature is taken of; `settle(f)` is told what calls
     should run first from now on (the newest variant; `general` once they are given up)."""
 
-    def __init__(self, general, build, bind, settle):
+    def __init__(self, general, build, bind, settle, hot: int = HOT_CALLS):
         self.general = general
+        self.hot = hot  # calls with one signature before its variant is built
         self._build = build
         self._bind = bind
         self._settle = settle
@@ -99,7 +100,7 @@ class Variants:
 
     def miss(self, *args, **kwargs):
         """A call that no variant's guard let through: the variant for its signature if
-        there is one (built now when the signature has been seen `HOT_CALLS` times),
+        there is one (built now when the signature has been seen `hot` times),
         else the shape-polymorphic function."""
         if self.done or getattr(self._within, "on", False):
             # (a variant whose guard sent back the very call `miss` gave it: never again)
@@ -109,7 +110,7 @@ class Variants:
         if variant is None and sig is not None:
             with self._lock:
                 n = self.counts[sig] = self.counts.get(sig, 0) + 1
-                if n >= HOT_CALLS:
+                if n >= self.hot:
                     variant = self.add(sig)
         if variant is None:
             self.unspecialized += 1

@@ -154,7 +154,7 @@ def _evaluated(prim, args, params) -> Optional[tuple]:
         return None
     size = sum(math.prod(a.shape) for a in args if isinstance(a, Shaped))
     size += sum(a.size for a in args if isinstance(a, numpy.ndarray))
-    if size > _EVAL_LIMIT:
+    if size > _EVAL_LIMIT and not _a_view(prim, args):
         return None
     shapes = set()
     # an implementation that calls other primitives must not stage them into a graph
@@ -166,6 +166,13 @@ def _evaluated(prim, args, params) -> Optional[tuple]:
     finally:
         set_stager(prev)
     return shapes.pop() if len(shapes) == 1 and None not in shapes else None
+
+
+def _a_view(prim, args) -> bool:
+    """x[basic index]: a view of the memoryless operand, made at no cost at any size."""
+    from .shapes import is_basic_index
+
+    return prim.subscript and len(args) == 2 and is_basic_index(args[1])
 
 
 def _run_on(prim, args, params, fill) -> Optional[tuple]:

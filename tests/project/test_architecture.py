@@ -24,6 +24,7 @@ LAYERS = [
     {"verbatim", "fresh", "fusion"},
     {"lower", "reverse", "forward", "optimize"},
     {"codegen"},
+    {"jit"},
     {"api"},
     {"__init__", "__main__"},
 ]

@@ -121,7 +121,24 @@ def test_gradient_equals_the_hand_written_one(name, kind):
     p = problems.get(name)
     args = p.inputs("tiny")
     ref = impls.to_numpy("hand", impls.build("hand", p, args)())
-    fn = impls.build(kind, p, args)
+    try:
+        fn = impls.build(kind, p, args)
+    except RuntimeError as err:
+        if kind != "numba" or "numba could not compile" not in str(err):
+            raise
+        # the suite does not time the numpy code a numba variant fell back to; its
+        # gradient must be right all the same
+        import warnings
+
+        import srcgrad
+
+        g = srcgrad.grad(p.loss, wrt=p.wrt, backend="numba")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            g(*args)
+
+        def fn():
+            return g(*args)
     got = impls.to_numpy(kind, fn())
     assert impls.max_error(got, ref) <= 1.0, (got, ref)
     # a second call (a cached or jitted path) gives the same gradient

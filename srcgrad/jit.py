@@ -1,0 +1,282 @@
+"""The numba backend (`grad(f, backend="numba")`): the generated gradient, specialized to a
+call's shapes and dtypes, compiled by numba in nopython mode.
+
+A numba module is a specialized variant (srcgrad.specialize) written for numba
+(`codegen.emit_module(jit=...)`): its entry is a Python function that holds the guard and
+calls the compiled function; every run of elementwise work is a function of explicit loops
+over the run's known shape (`codegen._emit_loops`), one pass over memory, in parallel
+threads above `JitOptions.parallel_min` elements. What numba cannot compile is found when
+the variant is made (`compile_now` compiles it for the call's argument types at once), and
+that call, and later ones, run the numpy code, with a warning that names the line
+(`failure`).
+
+numba is an optional dependency: `require` says how to install it.
+"""
+from __future__ import annotations
+
+import os
+import re
+
+import numpy
+
+from .ir import Var
+
+__all__ = ["INSTALL", "require", "accept", "compile_now", "failure", "SCALAR_OPS"]
+
+INSTALL = 'pip install "srcgrad[jit]"'
+
+#: elementwise ops whose numpy spelling numba compiles on scalars (checked for each one,
+#: against numpy, by tests/compiler/test_numba.py): what a fused loop may contain
+SCALAR_OPS = frozenset({
+    "absolute", "add", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2",
+    "arctanh", "ceil", "copy", "cos", "cosh", "divide", "equal", "exp", "exp2", "expm1",
+    "fabs", "floor", "floor_divide", "fmax", "fmin", "fmod", "greater", "greater_equal",
+    "hypot", "isfinite", "isinf", "isnan", "less", "less_equal", "log", "log10", "log1p",
+    "log2", "logaddexp", "logaddexp2", "logical_and", "logical_not", "logical_or",
+    "maximum", "minimum", "multiply", "negative", "not_equal", "power", "reciprocal",
+    "remainder", "rint", "sign", "sin", "sinh", "sqrt", "square", "subtract", "tan", "tanh",
+    "trunc",
+})
+
+
+def require():
+    """numba (with srcgrad's helpers taught to it), or an ImportError that says how to
+    install it."""
+    try:
+        import numba
+    except ImportError as err:
+        raise ImportError("srcgrad's backend='numba' needs numba, which is not installed: "
+                          f"{INSTALL} (or pip install numba scipy)") from err
+    _teach(numba)
+    return numba
+
+
+_TAUGHT: list = []
+
+
+def _teach(numba) -> None:
+    """Register nopython versions of the helpers generated code calls where shapes are not
+    known when it is compiled (`sum_to`, `broadcast_shapes`, `check_scalar`,
+    `scatter_add` at a basic index, the matmul and dot cotangents of vectors and
+    matrices, `cast_like`): numba picks
+    an implementation for the argument types it sees (an array's ndim, a tuple's length),
+    written out here for those types. Types a version does not take (a shape longer than
+    the array) stay untyped: numba refuses, and the numpy code runs."""
+    if _TAUGHT:
+        return
+    from numba import types
+    from numba.extending import overload
+
+    from runtime.ops import helpers
+
+    @overload(helpers.sum_to)
+    def _sum_to(x, shape):
+        if not isinstance(shape, types.BaseTuple):
+            return None
+        if isinstance(x, types.Array) and x.ndim >= len(shape):
+            return _sum_to_loops(x.ndim, len(shape))
+        if isinstance(x, (types.Float, types.Integer)) and len(shape) == 0:
+            return lambda x, shape: x
+        return None
+
+    @overload(helpers.broadcast_shapes)
+    def _broadcast_shapes(*shapes):
+        if len(shapes) == 1 and isinstance(shapes[0], types.StarArgTuple):
+            shapes = shapes[0].types
+        if not all(isinstance(s, types.BaseTuple) for s in shapes):
+            return None
+        return _broadcast_rule([len(s) for s in shapes])
+
+    @overload(helpers.check_scalar)
+    def _check_scalar(out):
+        # a scalar passes; anything else is left untyped (the numpy code raises the error)
+        real = (types.Float, types.Integer)
+        if isinstance(out, types.Array) and out.ndim == 0 and isinstance(out.dtype, real) \
+                or isinstance(out, real) and not isinstance(out, types.Boolean):
+            return lambda out: out
+        return None
+
+    @overload(helpers.scatter_add)
+    def _scatter_add(v, idx, shape):
+        # a basic index (an int, a slice, a tuple of them) selects each element once
+        basic = (types.Integer, types.SliceType)
+        if not (isinstance(idx, basic) or isinstance(idx, types.BaseTuple) and
+                all(isinstance(i, basic) for i in idx.types)):
+            return None
+        if isinstance(v, types.Array):
+            def impl(v, idx, shape):
+                out = numpy.zeros(shape, v.dtype)
+                out[idx] = v
+                return out
+            return impl
+        if isinstance(v, types.Float):
+            def impl_scalar(v, idx, shape):
+                out = numpy.zeros(shape, numpy.float64)
+                out[idx] = v
+                return out
+            return impl_scalar
+        return None
+
+    def matmul_grads(grad_a):
+        # the matmul cotangents of vectors and matrices (a stack of matrices: untyped)
+        def typer(g, a, b):
+            if not (isinstance(a, types.Array) and isinstance(b, types.Array)) or \
+                    a.ndim not in (1, 2) or b.ndim not in (1, 2):
+                return None
+            key = (a.ndim, b.ndim)
+            if grad_a:
+                return {(2, 1): lambda g, a, b: numpy.outer(g, b),
+                        (1, 2): lambda g, a, b: b @ g,
+                        (2, 2): lambda g, a, b: g @ b.T,
+                        (1, 1): lambda g, a, b: g * b}[key]
+            return {(2, 1): lambda g, a, b: a.T @ g,
+                    (1, 2): lambda g, a, b: numpy.outer(a, g),
+                    (2, 2): lambda g, a, b: a.T @ g,
+                    (1, 1): lambda g, a, b: g * a}[key]
+        return typer
+
+    overload(helpers.matmul_grad_a)(matmul_grads(True))
+    overload(helpers.matmul_grad_b)(matmul_grads(False))
+    overload(helpers.dot_grad_a)(matmul_grads(True))
+    overload(helpers.dot_grad_b)(matmul_grads(False))
+
+    @overload(helpers.cast_like)
+    def _cast_like(x, like):
+        if isinstance(x, types.Array) and isinstance(like, types.Array):
+            if x.dtype == like.dtype:
+                return lambda x, like: x
+            dt = numba.np.numpy_support.as_dtype(like.dtype)
+            return lambda x, like: x.astype(dt)
+        return None
+
+    _TAUGHT.append(True)
+
+
+def _compiled(lines: list):
+    ns = {"np": numpy}
+    exec("\n".join(lines), ns)  # noqa: S102 (source written here, from two ints)
+    return ns["impl"]
+
+
+def _sum_to_loops(nx: int, ns: int):
+    """sum_to for an nx-d array and a shape of ns entries: one loop over x, adding each
+    element where broadcasting took it from (leading axes summed, axes of 1 summed)."""
+    lead = nx - ns
+    lines = ["def impl(x, shape):"]
+    if lead == 0:  # nothing to sum: x itself, as numpy's sum_to gives it
+        lines += ["    if x.shape == shape:", "        return x"]
+    lines.append("    out = np.zeros(shape, x.dtype)")
+    ind = "    "
+    for d in range(nx):
+        lines.append(f"{ind}for i{d} in range(x.shape[{d}]):")
+        ind += "    "
+    parts = [f"(i{lead + k} if shape[{k}] != 1 else 0)" for k in range(ns)]
+    at = ("(" + ", ".join(parts) + ("," if ns == 1 else "") + ")") if ns else "()"
+    lines.append(f"{ind}out[{at}] += x[{', '.join(f'i{d}' for d in range(nx)) or '()'}]")
+    lines.append("    return out")
+    return _compiled(lines)
+
+
+def _broadcast_rule(lens: list):
+    """broadcast_shapes for shapes of these lengths (numpy's rule, numpy's error)."""
+    n = max(lens, default=0)
+    lines = ["def impl(*shapes):"]
+    for j in range(n):
+        lines.append(f"    r{j} = 1")
+        for a, m in enumerate(lens):
+            k = m - n + j
+            if k >= 0:
+                lines += [f"    d = shapes[{a}][{k}]",
+                          "    if d != 1:",
+                          f"        if r{j} != 1 and r{j} != d:",
+                          "            raise ValueError('shape mismatch: objects cannot be "
+                          "broadcast to a single shape')",
+                          f"        r{j} = d"]
+    lines.append(f"    return ({', '.join(f'r{j}' for j in range(n))}{',' if n == 1 else ''})")
+    return _compiled(lines)
+
+
+def accept(e, run) -> bool:
+    """Whether a fused loop may compute equation `e` after the equations `run`: an op
+    numba spells on scalars, over values whose shapes and dtypes the specialized IR
+    knows, all of one shape but for broadcasting (the loop's shape is the largest)."""
+    from .codegen import jit_dtype, loop_shape
+
+    if e.prim.name not in SCALAR_OPS:
+        return False
+    values = _values(e)
+    if not all(loop_shape(v) is not None and jit_dtype(v) is not None for v in values):
+        return False
+    if not run:
+        return True
+    shapes = [loop_shape(v) for q in run for v in _values(q)]
+    try:
+        loop = numpy.broadcast_shapes(*shapes)
+        return numpy.broadcast_shapes(loop, *(loop_shape(v) for v in values)) == loop
+    except ValueError:
+        return False
+
+
+def _values(e) -> list:
+    return [a for a in e.ins if isinstance(a, Var)] + list(e.outs)
+
+
+def compile_now(dispatcher, sig) -> None:
+    """Compile `dispatcher` (a numba function) now for the argument types of signature
+    `sig` (srcgrad.specialize; arrays C-contiguous: numba compiles another layout when a
+    call brings one), so that what numba cannot compile is found here, not inside a call."""
+    numba = require()
+    types = []
+    for what in sig:
+        if isinstance(what, tuple):
+            shape, dtype = what
+            types.append(numba.types.Array(numba.from_dtype(dtype), len(shape), "C"))
+        else:
+            types.append({float: numba.types.float64, int: numba.types.int64,
+                          bool: numba.types.boolean, type(None): numba.types.none}[what])
+    dispatcher.compile(tuple(types))
+
+
+_LINE = re.compile(r'File "([^"]*)", line (\d+)')
+_SOURCE = re.compile(r"^\s*# (?:grad of: )?(.*\S)\s+\(([^()]*:\d+)\)\s*$")
+
+
+def failure(err: BaseException, text: str, path: str, qualname: str) -> str:
+    """A warning's text for numba's failure to compile a module: the line of the generated
+    code numba stopped at, the user's line it comes from, and numba's reason."""
+    lines = text.splitlines()
+    where, stmt, origin = None, None, None
+    for filename, num in _LINE.findall(str(err)):  # (numba shows paths relative)
+        if os.path.basename(filename) == os.path.basename(path):
+            where = int(num)
+    if where is not None:
+        offset = _header_lines(path, text)
+        k = where - 1 - offset
+        if 0 <= k < len(lines):
+            stmt = lines[k].strip()
+            for j in range(k, -1, -1):
+                m = _SOURCE.match(lines[j])
+                if m:
+                    origin = m.group(2)
+                    break
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", str(err))  # numba's terminal colours
+    reason = next((ln.strip() for ln in plain.splitlines()
+                   if ln.strip() and not ln.startswith(("Failed in", "During:"))), str(err))
+    msg = f"numba could not compile the gradient of {qualname!r}"
+    if stmt is not None:
+        msg += f" at `{stmt}` (line {where} of the generated code"
+        msg += f", from {origin})" if origin else ")"
+    return (f"{msg}: {reason[:300]}. It runs the numpy code instead (see "
+            "`.specialized_source(*args)` for what numba was given).")
+
+
+def _header_lines(path: str, text: str) -> int:
+    """How many lines the cache file has before `text` (its header), else 0."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            on_disk = f.read()
+    except (OSError, UnicodeDecodeError):
+        return 0
+    if on_disk != text and on_disk.endswith(text):
+        return on_disk[:-len(text)].count("\n")
+    return 0

@@ -1,0 +1,58 @@
+"""Functions the numba backend tests compile, written as users write them."""
+import numpy as np
+
+LAM = 0.01
+
+
+def mlp_loss(W1, b1, W2, b2, X, Y):
+    h = np.tanh(X @ W1 + b1)
+    z = h @ W2 + b2
+    zs = z - np.max(z, axis=1, keepdims=True)
+    logp = zs - np.log(np.sum(np.exp(zs), axis=1, keepdims=True))
+    return -np.sum(Y * logp) / X.shape[0]
+
+
+def mlp_inputs(n, seed=0):
+    r = np.random.default_rng(seed)
+    Y = np.eye(4)[r.integers(0, 4, n)]
+    return (0.3 * r.standard_normal((6, 8)), np.zeros(8), 0.3 * r.standard_normal((8, 4)),
+            np.zeros(4), r.standard_normal((n, 6)), Y)
+
+
+def logreg(w, b, X, y):
+    m = y * (X @ w + b)
+    return np.mean(np.log1p(np.exp(-m))) + 0.5 * LAM * np.sum(w * w)
+
+
+def rosenbrock(x):
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+def elementwise(x, y):
+    a = np.sin(x) * np.cos(y)
+    b = np.exp(-a * a) + np.sqrt(x * x + 1.0)
+    return np.sum(b * np.tanh(y) - np.log1p(x * x))
+
+
+def reductions(x):
+    m = np.max(x, axis=0, keepdims=True)
+    n = np.min(x, axis=1)
+    s = np.mean(x * x, axis=(0, 1))
+    return np.sum(np.exp(x - m)) + np.sum(n * n) + s
+
+
+def with_sort(x):
+    # np.sort's gradient is a gather by argsort: not something the loops take
+    return np.sum(np.sort(x) * np.arange(x.shape[0]))
+
+
+def two_shapes(a, b):
+    return np.sum(a * a) + np.sum(np.sin(b))
+
+
+class Model:
+    def __init__(self):
+        self.scale = 2.0
+
+    def loss(self, w, x):
+        return np.sum(np.tanh(w * x) * self.scale)

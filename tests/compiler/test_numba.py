@@ -1,0 +1,258 @@
+"""The numba backend (`grad(f, backend="numba")`, srcgrad.jit).
+
+Every corpus program and every elementwise op a fused loop may contain is run through the
+backend and compared with the numpy backend (to 1e-10, float64); the benchmark-style
+programs must compile without falling back; reductions written as loops keep numpy's
+semantics (axes, keepdims, NaN); what numba cannot compile falls back to numpy with a
+warning that names the user's line; without numba, asking for it says how to install it.
+Skipped where numba is not installed.
+"""
+from __future__ import annotations
+
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import srcgrad
+from srcgrad import jit
+
+numba = pytest.importorskip("numba")
+
+import numba_user as U  # noqa: E402
+import test_corpus as C  # noqa: E402
+
+
+def numba_grad(fn, **kw):
+    return srcgrad.grad(fn, backend="numba", **kw)
+
+
+def compiled_without_warning(g, *args):
+    """g(*args), asserting numba compiled it (no fallback warning)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        out = g(*args)
+    src = g.specialized_source(*args)
+    assert "by numba (nopython mode)" in src
+    return out, src
+
+
+def assert_same(got, want, what=""):
+    got = got if isinstance(got, tuple) else (got,)
+    want = want if isinstance(want, tuple) else (want,)
+    assert len(got) == len(want)
+    for k, (a, b) in enumerate(zip(got, want)):
+        assert np.shape(a) == np.shape(b), f"{what} result {k}: shape"
+        scale = 1.0 + float(np.nanmax(np.abs(b), initial=0.0))
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10 * scale,
+                                   err_msg=f"{what} result {k}: numba vs numpy")
+
+
+# ---- programs that must compile ---------------------------------------------------------
+
+PROGRAMS = [
+    ("mlp", U.mlp_loss, (0, 1, 2, 3), lambda: U.mlp_inputs(8)),
+    ("logreg", U.logreg, (0, 1), lambda: (np.linspace(-1, 1, 5), np.array(0.3),
+                                          np.random.default_rng(1).standard_normal((10, 5)),
+                                          np.sign(np.linspace(-1, 1, 10)) + 0.0)),
+    ("rosenbrock", U.rosenbrock, 0, lambda: (np.linspace(-1.5, 1.5, 12),)),
+    ("elementwise", U.elementwise, (0, 1), lambda: (np.linspace(-2, 2, 30),
+                                                    np.linspace(0.5, 1.5, 30))),
+    ("reductions", U.reductions, 0,
+     lambda: (np.random.default_rng(2).standard_normal((5, 7)),)),
+]
+
+
+@pytest.mark.parametrize("name,fn,wrt,make", PROGRAMS, ids=[p[0] for p in PROGRAMS])
+def test_program_compiles_and_agrees_with_numpy(name, fn, wrt, make):
+    args = make()
+    got, src = compiled_without_warning(numba_grad(fn, wrt=wrt), *args)
+    assert_same(got, srcgrad.grad(fn, wrt=wrt, specialize=False)(*args), name)
+    assert "@njit" in src and "_compiled(" in src
+
+
+def test_value_and_grad_and_dtypes_of_results():
+    args = U.mlp_inputs(8)
+    vg = srcgrad.value_and_grad(U.mlp_loss, wrt=(0, 1), backend="numba")
+    (v, (g0, g1)), _ = compiled_without_warning(vg, *args)
+    v_ref, (r0, r1) = srcgrad.value_and_grad(U.mlp_loss, wrt=(0, 1), specialize=False)(*args)
+    assert_same((v, g0, g1), (v_ref, r0, r1))
+    assert g0.dtype == r0.dtype and type(g0) is np.ndarray
+    lg = numba_grad(U.logreg, wrt=(0, 1))
+    w, b, X, y = PROGRAMS[1][3]()
+    dw, db = lg(w, b, X, y)
+    assert np.shape(db) == () and np.asarray(db).dtype == np.float64  # 0-d: an array
+
+
+def test_elementwise_chains_become_one_loop_and_reductions_loops():
+    _, src = compiled_without_warning(numba_grad(U.elementwise, wrt=(0, 1)),
+                                      np.linspace(-2, 2, 30), np.linspace(0.5, 1.5, 30))
+    assert "for i in range(30):" in src and "np.sin(x[i])" in src
+    _, src = compiled_without_warning(numba_grad(U.mlp_loss), *U.mlp_inputs(8))
+    assert "def _max(x):" in src and "keepdims" not in src.split("_compiled(")[1]
+
+
+def test_large_loops_run_in_parallel_threads():
+    x = np.linspace(-1, 1, 300_000)
+    g = numba_grad(U.elementwise, wrt=(0, 1))
+    got, src = compiled_without_warning(g, x, x + 1.5)
+    assert "@njit(cache=True, parallel=True)" in src and "in prange(300000)" in src
+    # large arrays: numpy allocates them, only the loops are compiled
+    assert "loops compiled by numba" in src and "np.empty((300000,), np.float64))" in src
+    assert_same(got, srcgrad.grad(U.elementwise, wrt=(0, 1), specialize=False)(x, x + 1.5))
+
+
+def test_a_new_signature_gets_its_own_compiled_variant_and_others_run_numpy():
+    g = numba_grad(U.rosenbrock)
+    for n in (6, 7, 8, 9, 10, 11):
+        x = np.linspace(-1.2, 1.3, n)
+        assert_same(g(x), srcgrad.grad(U.rosenbrock, specialize=False)(x), f"n={n}")
+    assert g.variant_count == 4  # the bound: later shapes run the polymorphic code
+
+
+def test_methods_and_dict_parameters():
+    m = U.Model()
+    w, x = np.linspace(-1, 1, 9), np.linspace(0, 2, 9)
+    got, _ = compiled_without_warning(srcgrad.grad(m.loss, backend="numba"), w, x)
+    assert_same(got, srcgrad.grad(m.loss, specialize=False)(w, x))
+
+    def loss(params, x):
+        return np.sum(np.tanh(params["w"] * x + params["b"]))
+
+    p = {"w": np.linspace(-1, 1, 9), "b": np.linspace(0, 1, 9)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        got = srcgrad.grad(loss, backend="numba")(p, x)
+    want = srcgrad.grad(loss, specialize=False)(p, x)
+    assert set(got) == {"w", "b"}
+    assert_same((got["w"], got["b"]), (want["w"], want["b"]))
+
+
+# ---- every elementwise op a loop may contain ----------------------------------------------
+
+def _op_case(name):
+    ns = {"np": np}
+    two = {"add", "subtract", "multiply", "divide", "power", "arctan2", "hypot", "maximum",
+           "minimum", "fmax", "fmin", "fmod", "remainder", "floor_divide", "logaddexp",
+           "logaddexp2", "equal", "not_equal", "less", "less_equal", "greater",
+           "greater_equal", "logical_and", "logical_or"}
+    if name in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
+                "logical_and", "logical_or"):
+        body = f"np.where(np.{name}(x, y), x * x, y * x)"
+    elif name in ("isfinite", "isinf", "isnan", "logical_not"):
+        body = f"np.where(np.{name}(x), x * x, 2.0 * x)"
+    elif name in ("floor", "ceil", "trunc", "rint", "sign"):
+        body = f"np.{name}(x) * x"
+    elif name in two:
+        body = f"np.{name}(x, y)"
+    elif name == "copy":
+        body = "np.copy(x) * x"
+    else:
+        body = f"np.{name}(x)"
+    src = f"def f(x, y):\n    return np.sum(np.sin({body}) * x * y)\n"
+    return src, ns
+
+
+DOMAIN = {"arccos": (-0.9, 0.9), "arcsin": (-0.9, 0.9), "arctanh": (-0.9, 0.9),
+          "arccosh": (1.1, 3.0), "log": (0.1, 3.0), "log10": (0.1, 3.0), "log2": (0.1, 3.0),
+          "sqrt": (0.1, 3.0), "log1p": (0.1, 3.0), "reciprocal": (0.5, 2.0),
+          "power": (0.5, 2.0), "fmod": (0.5, 2.0), "remainder": (0.5, 2.0),
+          "floor_divide": (0.5, 2.0), "divide": (0.5, 2.0)}
+
+
+@pytest.mark.parametrize("name", sorted(jit.SCALAR_OPS))
+def test_every_loop_op_compiles_and_agrees_with_numpy(name, tmp_path):
+    src, ns = _op_case(name)
+    path = tmp_path / f"op_{name}.py"
+    path.write_text("import numpy as np\n\n" + src)
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"op_{name}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    lo, hi = DOMAIN.get(name, (-2.0, 2.0))
+    x = np.linspace(lo, hi, 11)
+    y = np.linspace(hi, lo, 11) * 0.9 + 0.05
+    got, text = compiled_without_warning(numba_grad(mod.f, wrt=(0, 1)), x, y)
+    assert_same(got, srcgrad.grad(mod.f, wrt=(0, 1), specialize=False)(x, y), name)
+
+
+# ---- reductions as loops keep numpy's semantics -------------------------------------------
+
+@pytest.mark.parametrize("axis,keepdims", [(None, False), (0, False), (1, True), (-1, False),
+                                           ((0, 1), True)])
+@pytest.mark.parametrize("kind", ["sum", "max", "min", "mean"])
+def test_reduction_loops(kind, axis, keepdims, tmp_path):
+    path = tmp_path / f"red_{kind}.py"
+    path.write_text("import numpy as np\n\n\ndef f(x):\n"
+                    f"    r = np.{kind}(np.exp(x), axis={axis!r}, keepdims={keepdims!r})\n"
+                    "    return np.sum(r * r)\n")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"red_{kind}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    x = np.random.default_rng(3).standard_normal((4, 5))
+    got, src = compiled_without_warning(numba_grad(mod.f), x)
+    assert_same(got, srcgrad.grad(mod.f, specialize=False)(x), kind)
+    if kind in ("max", "min"):  # a NaN wins, as in numpy
+        x[1, 2] = np.nan
+        assert_same(numba_grad(mod.f)(x), srcgrad.grad(mod.f, specialize=False)(x))
+        assert np.isnan(numba_grad(mod.f)(x)).any()
+
+
+# ---- what numba cannot compile ------------------------------------------------------------
+
+def test_a_fallback_warns_with_the_users_line_and_is_right():
+    g = numba_grad(U.with_sort)
+    x = np.array([0.3, -1.0, 2.0, 0.5])
+    with pytest.warns(RuntimeWarning, match=r"numba could not compile the gradient of "
+                                            r"'with_sort'.*numba_user\.py:\d+.*numpy code"):
+        got = g(x)
+    assert_same(got, srcgrad.grad(U.with_sort, specialize=False)(x))
+    with warnings.catch_warnings():  # once per signature
+        warnings.simplefilter("error", RuntimeWarning)
+        assert_same(g(x), got)
+
+
+def test_without_numba_the_error_says_how_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "numba", None)
+    with pytest.raises(ImportError, match=r'pip install "srcgrad\[jit\]"'):
+        srcgrad.grad(U.rosenbrock, backend="numba")
+
+
+def test_backend_values_are_checked():
+    with pytest.raises(ValueError, match="backend='cuda' is not one of"):
+        srcgrad.grad(U.rosenbrock, backend="cuda")
+    with pytest.raises(ValueError, match="specialize=False"):
+        srcgrad.value_and_grad(U.rosenbrock, backend="numba", specialize=False)
+    with pytest.raises(ValueError, match="grad of grad"):
+        srcgrad.grad(srcgrad.grad(U.rosenbrock), backend="numba")
+
+
+def test_numba_caches_beside_srcgrads_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("SRCGRAD_CACHE_DIR", str(tmp_path / "c"))
+    x = np.linspace(-1, 1, 7)
+    got, src = compiled_without_warning(numba_grad(U.rosenbrock), x)
+    assert "@njit(cache=True)" in src
+    index = list((tmp_path / "c").rglob("*.nbi"))
+    assert index, "numba wrote no cache index beside srcgrad's cache"
+    # a second transformation (a new process would do the same) loads both caches
+    again = numba_grad(U.rosenbrock)
+    assert_same(again(x), got)
+    assert again.variant_count == 0  # srcgrad's module came from the disk cache
+
+
+# ---- the corpus ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in C.CASES if not c.xfail])
+def test_corpus_through_numba(case):
+    """Each corpus program at its first input: the numba backend (compiled, or fallen
+    back to numpy with a warning) gives what the numpy backend gives."""
+    args = case.inputs[0](np.random.default_rng(sum(map(ord, case.id))))
+    want = srcgrad.grad(case.fn, wrt=case.wrt, specialize=False)(*args)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a fallback is allowed here
+        got = srcgrad.grad(case.fn, wrt=case.wrt, backend="numba")(*args)
+    assert_same(got, want, case.id)
