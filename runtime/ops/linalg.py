@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from ..backend import get_xp
 from .core import call, defop
+from .shape_rules import matmul_shape
 from .shapes import sum_to_impl
 
 __all__ = ["matmul", "dot", "inner", "outer", "tensordot", "trace", "kron", "cross", "einsum",
@@ -103,6 +104,7 @@ def _matmul_grad_b(g, a, b):
 
 matmul, matmul_grad_a, matmul_grad_b = _bilinear(
     "matmul", _matmul, _matmul_grad_a, _matmul_grad_b, spell=lambda i, p, d: f"{i[0]} @ {i[1]}")
+matmul.shape_rule = matmul_shape  # (not evaluated: large operands would cost a product)
 
 
 # ---- tensordot -------------------------------------------------------------------------------

@@ -168,11 +168,39 @@ def _evaluated(prim, args, params) -> Optional[tuple]:
     return shapes.pop() if len(shapes) == 1 and None not in shapes else None
 
 
+#: ops that give a view of their operand: on the memoryless operands they cost nothing
+#: at any size
+_VIEWS = frozenset({"transpose", "swapaxes", "moveaxis", "expand_dims", "squeeze",
+                    "diagonal", "flip"})
+
+
 def _a_view(prim, args) -> bool:
-    """x[basic index]: a view of the memoryless operand, made at no cost at any size."""
+    """x[basic index], x.T and the like: a view of the memoryless operand, made at no cost
+    at any size."""
     from .shapes import is_basic_index
 
-    return prim.subscript and len(args) == 2 and is_basic_index(args[1])
+    if prim.subscript:
+        return len(args) == 2 and is_basic_index(args[1])
+    return prim.name in _VIEWS
+
+
+def matmul_shape(args, params) -> Optional[tuple]:
+    """a @ b: numpy's rule (a vector operand gets a 1 dimension, dropped again; the
+    stacking dimensions broadcast)."""
+    a, b = (shape_of(x) for x in args[:2])
+    if a is None or b is None:
+        return None
+    if not a or not b:
+        raise ShapeMismatch("matmul: an operand is 0-d")
+    a2 = (1,) + a if len(a) == 1 else a
+    b2 = b + (1,) if len(b) == 1 else b
+    if a2[-1] != b2[-2]:
+        raise ShapeMismatch(f"matmul: {a} and {b} do not match in their core dimension")
+    try:
+        stack = tuple(numpy.broadcast_shapes(a2[:-2], b2[:-2]))
+    except ValueError as err:
+        raise ShapeMismatch(f"matmul: stacks {a[:-2]} and {b[:-2]} do not broadcast") from err
+    return stack + a2[-2:-1] * (len(a) > 1) + b2[-1:] * (len(b) > 1)
 
 
 def _run_on(prim, args, params, fill) -> Optional[tuple]:

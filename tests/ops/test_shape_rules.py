@@ -176,3 +176,32 @@ def test_updatable_results_are_new_memory(p):
 
 def test_where_is_not_updatable():
     assert not PRIMITIVES["where"].updatable and PRIMITIVES["add"].updatable
+
+
+_MATMUL_SHAPES = [(3,), (3, 4), (2, 3, 4), (4,), (4, 5), (1, 4, 5), (2, 1, 3, 4), (5, 4, 2),
+                  (1, 3), (4, 1)]
+
+
+@pytest.mark.parametrize("a", _MATMUL_SHAPES, ids=str)
+@pytest.mark.parametrize("b", _MATMUL_SHAPES, ids=str)
+def test_matmul_rule_is_numpys_for_vectors_matrices_and_stacks(a, b):
+    """matmul's own rule (it is not evaluated: large operands would cost the product)."""
+    try:
+        want = np.matmul(np.ones(a), np.ones(b)).shape
+    except ValueError:  # the rule tells no shape (or says they do not go together)
+        try:
+            told = PRIMITIVES["matmul"].out_shape([Shaped(a, np.float64),
+                                                   Shaped(b, np.float64)])
+        except ShapeMismatch:
+            return
+        assert told is None
+        return
+    assert PRIMITIVES["matmul"].out_shape([Shaped(a, np.float64), Shaped(b, np.float64)]) \
+        == want
+
+
+def test_views_of_large_operands_are_told():
+    """x[1:] and x.T of an array beyond the evaluation limit: a view costs nothing."""
+    big = Shaped((1000, 2000), np.float64)
+    assert PRIMITIVES["getitem"].out_shape([big, (slice(1, None), 0)]) == (999,)
+    assert PRIMITIVES["transpose"].out_shape([big]) == (2000, 1000)
