@@ -268,8 +268,8 @@ class CompiledFunction:
             from .fusion import fuse_graph
             from .jit import accept
 
-            opt.eqns = fuse_graph(opt.eqns, opt.outputs,
-                                  accept=accept if jit is not None else None)
+            opt.eqns = fuse_graph(opt.eqns, opt.outputs, accept=None if jit is None else
+                                  functools.partial(accept, python_body=jit.python_body))
             checked(opt, "fusion")
         returns = opt.outputs[0]
         check = _scalar_check(opt.outputs[1]) if check is not None else None
@@ -477,14 +477,17 @@ class CompiledFunction:
                 text, meta, path = loaded
                 return text, path, meta
         large = any(isinstance(w, tuple) and int(np.prod(w[0])) >= _JIT_LARGE for w in sig)
-        options = JitOptions(cache=key is not None, python_body=large) if jit else None
+        from .jit import CHEAP_OPS
+
+        options = JitOptions(cache=key is not None, python_body=large,
+                             cheap=CHEAP_OPS) if jit else None
         text, meta, _ = self._guarded_build(spec=sig, jit=options)
         self.variant_count += 1
         path = _store(key, text, meta)
         if path is None and options is not None and options.cache:
             # numba caches a function of a file only
             text, meta, _ = self._guarded_build(
-                spec=sig, jit=JitOptions(cache=False, python_body=large))
+                spec=sig, jit=JitOptions(cache=False, python_body=large, cheap=CHEAP_OPS))
         if path is None:
             path = f"<srcgrad {meta['entry']} specialized {len(self._spec_sources) + 1}>"
         return text, path, meta

@@ -196,16 +196,35 @@ def _broadcast_rule(lens: list):
     return _compiled(lines)
 
 
-def accept(e, run) -> bool:
+#: ops LLVM turns into a few vector instructions in a loop; the others (exp, tanh, sin...)
+#: are a call to the C library per element, where numpy's own loops are vectorized
+CHEAP_OPS = frozenset({
+    "add", "subtract", "multiply", "divide", "negative", "square", "absolute", "fabs",
+    "maximum", "minimum", "fmax", "fmin", "equal", "not_equal", "less", "less_equal",
+    "greater", "greater_equal", "logical_and", "logical_or", "logical_not", "sign", "copy",
+    "reciprocal", "floor", "ceil", "trunc", "rint", "sqrt", "power",
+})
+
+#: from this many elements a loop pays for its per-element calls: each array it does not
+#: write is memory it does not stream (numpy's ufuncs win while the arrays sit in cache)
+STREAMING = 1 << 17
+
+
+def accept(e, run, python_body: bool = False) -> bool:
     """Whether a fused loop may compute equation `e` after the equations `run`: an op
     numba spells on scalars, over values whose shapes and dtypes the specialized IR
-    knows, all of one shape but for broadcasting (the loop's shape is the largest)."""
+    knows, all of one shape but for broadcasting (the loop's shape is the largest). With
+    large arrays (`python_body`), an op that is a call per element (`CHEAP_OPS`) only
+    where its arrays do not fit in cache (`STREAMING`)."""
     from .codegen import jit_dtype, loop_shape
 
     if e.prim.name not in SCALAR_OPS:
         return False
     values = _values(e)
     if not all(loop_shape(v) is not None and jit_dtype(v) is not None for v in values):
+        return False
+    if python_body and e.prim.name not in CHEAP_OPS and \
+            max(int(numpy.prod(loop_shape(v))) for v in values) < STREAMING:
         return False
     if not run:
         return True
