@@ -477,17 +477,14 @@ class CompiledFunction:
                 text, meta, path = loaded
                 return text, path, meta
         large = any(isinstance(w, tuple) and int(np.prod(w[0])) >= _JIT_LARGE for w in sig)
-        from .jit import CHEAP_OPS
-
-        options = JitOptions(cache=key is not None, python_body=large,
-                             cheap=CHEAP_OPS) if jit else None
+        options = JitOptions(cache=key is not None, python_body=large) if jit else None
         text, meta, _ = self._guarded_build(spec=sig, jit=options)
         self.variant_count += 1
         path = _store(key, text, meta)
         if path is None and options is not None and options.cache:
             # numba caches a function of a file only
             text, meta, _ = self._guarded_build(
-                spec=sig, jit=JitOptions(cache=False, python_body=large, cheap=CHEAP_OPS))
+                spec=sig, jit=JitOptions(cache=False, python_body=large))
         if path is None:
             path = f"<srcgrad {meta['entry']} specialized {len(self._spec_sources) + 1}>"
         return text, path, meta

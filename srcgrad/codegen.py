@@ -1182,16 +1182,12 @@ def _emit_regions(mod: _Module, body: list):
 class JitOptions:
     """How the numba backend's module is compiled: `cache` (numba's on-disk cache, beside
     srcgrad's: only for a module that is a file), and the number of elements from which a
-    loop that is not only `cheap` ops runs in parallel threads (`prange`)."""
+    loop runs in parallel threads (`prange`)."""
 
     def __init__(self, cache: bool = False, parallel_min: int = 1 << 17,
-                 python_body: bool = False, cheap=frozenset()):
+                 python_body: bool = False):
         self.cache = cache
         self.parallel_min = parallel_min
-        # ops that are a few instructions: a loop of only these is bound by memory, and
-        # threads would only fight over the page faults of its fresh outputs (it runs on
-        # one); a loop with a call per element (exp, tanh...) runs in parallel threads
-        self.cheap = cheap
         # large arrays: only the loops are compiled, the function around them stays
         # Python and numpy allocates every array (numba's allocator takes fresh pages
         # for each large array, a page fault per 4 KiB; numpy's asks for huge pages)
@@ -1297,8 +1293,7 @@ def _emit_loops(mod: _Module, body: list):
             for a in q.ins:
                 if isinstance(a, Var):
                     later[a.id] = True
-        parallel = size >= mod.jit.parallel_min and len(shape) > 0 and \
-            any(q.prim.name not in mod.jit.cheap for q in region.eqns)
+        parallel = size >= mod.jit.parallel_min and len(shape) > 0
         where = f" ({e.loc.short()})" if e.loc is not None else ""
         given = mod.jit.python_body  # the outputs come allocated
         outs_params = [arrays[o.id] for o in e.outs] if given else []
