@@ -1,6 +1,7 @@
 """The numba backend (`grad(f, backend="numba")`, srcgrad.jit).
 
-Every corpus program and every elementwise op a fused loop may contain is run through the
+Every corpus program (every third one by default; all of them with the deep hypothesis
+profile, as CI runs it) and every elementwise op a fused loop may contain is run through the
 backend and compared with the numpy backend (to 1e-10, float64); the benchmark-style
 programs must compile without falling back; reductions written as loops keep numpy's
 semantics (axes, keepdims, NaN); what numba cannot compile falls back to numpy with a
@@ -14,6 +15,7 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import settings
 
 import srcgrad
 from srcgrad import jit
@@ -246,7 +248,14 @@ def test_numba_caches_beside_srcgrads_cache(tmp_path, monkeypatch):
 
 # ---- the corpus ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in C.CASES if not c.xfail])
+# numba compiles each program for a second or more: the default run takes every third
+# corpus program, the deep profile (and CI) every one
+_DEEP = settings.default.max_examples >= 1000
+_CORPUS = [c for c in C.CASES if not c.xfail]
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id)
+                                  for c in (_CORPUS if _DEEP else _CORPUS[::3])])
 def test_corpus_through_numba(case):
     """Each corpus program at its first input: the numba backend (compiled, or fallen
     back to numpy with a warning) gives what the numpy backend gives."""

@@ -26,10 +26,13 @@ def test_ci_runs_the_readme_test_command_first():
 
 def test_ci_runs_the_deep_property_tests_the_readme_names():
     readme = " ".join(_read("README.md").split())
-    deep = "python -m pytest tests/compiler/test_property.py --hypothesis-profile=deep"
-    assert f"`{deep}`" in readme
+    deep = ["python -m pytest tests/compiler/test_property.py --hypothesis-profile=deep",
+            "python -m pytest tests/compiler/test_numba.py -k corpus "
+            "--hypothesis-profile=deep"]
+    for command in deep:
+        assert f"`{command}`" in readme
     tests = [c for c in _commands(_read(".ci/run")) if "pytest" in c]
-    assert len(tests) == 2 and tests[1].endswith(deep)
+    assert len(tests) == 3 and all(t.endswith(d) for t, d in zip(tests[1:], deep))
 
 
 def test_default_runs_never_replay_saved_examples():
