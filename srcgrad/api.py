@@ -265,10 +265,10 @@ class CompiledFunction:
         opt = optimize(Graph(graph.inputs, b.eqns, outs, graph.name), named=b.named)
         opt.check(extra_inputs=self._extra + ([self._seed] if self.kind == "vjp" else []))
         if fused or jit is not None:
-            from .fusion import fuse_graph
+            from .fusion import fuse_graph, one_shape
             from .jit import accept
 
-            opt.eqns = fuse_graph(opt.eqns, opt.outputs, accept=None if jit is None else
+            opt.eqns = fuse_graph(opt.eqns, opt.outputs, accept=one_shape if jit is None else
                                   functools.partial(accept, python_body=jit.python_body))
             checked(opt, "fusion")
         returns = opt.outputs[0]

@@ -3,9 +3,10 @@
 
 The planner takes maximal runs of consecutive elementwise equations of a block (a
 non-elementwise equation ends a run; nested blocks are planned on their own) with at
-least two equations. A region's inputs are the values it reads from outside; its outputs
-are the values it defines that anything after it reads. Broadcasting needs no special
-care: an elementwise kernel broadcasts its inputs the way numpy does.
+least two equations, all of whose results are known to have one shape (`one_shape`). A
+region's inputs are the values it reads from outside; its outputs are the values it
+defines that anything after it reads. An elementwise kernel broadcasts its inputs the way
+numpy does, and allocates its outputs at their broadcast shape: the region's one shape.
 
 Each region is written twice in the generated module:
 - a numpy reference function (`def _fused_1(x, y): ...`, the region's own statements),
@@ -23,7 +24,7 @@ from runtime.ops.core import Primitive
 
 from .ir import Block, Eqn, Var, iter_vars
 
-__all__ = ["FUSED", "fuse_graph", "cuda_expr"]
+__all__ = ["FUSED", "fuse_graph", "one_shape", "cuda_expr"]
 
 # one kernel for a region of elementwise equations, made after differentiation and
 # optimization (so no rule): any number of outputs, each a fresh array
@@ -41,6 +42,16 @@ def _fusible(e: Eqn) -> bool:
     return bool(arrays) and all(a.kind == "array" for a in arrays) and all(
         isinstance(a, Var) or (isinstance(a, numbers.Number) and not isinstance(a, complex))
         for a in e.ins)
+
+
+def one_shape(e, run) -> bool:
+    """Whether `e` may join the equations `run` in one cupy kernel: an ElementwiseKernel
+    allocates every output at the broadcast shape of its inputs, so every value the
+    region makes must be known to have one shape (one shape class, ir.Var): a narrower
+    value (`exp(a)` of a (5, 1) `a`, then multiplied by a (5, 4) array) or one of another
+    shape altogether ends the run."""
+    classes = {o.sclass for q in run for o in q.outs} | {o.sclass for o in e.outs}
+    return len(classes) == 1
 
 
 def fuse_graph(eqns: list, outputs, counter=None, accept=None) -> list:

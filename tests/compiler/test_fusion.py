@@ -13,7 +13,25 @@ from test_corpus import CASES
 
 
 def _fused_reference(g):
-    return g._bind(None, g._fused_module())
+    """The fused module bound to numpy, each region's reference checked for what its cupy
+    kernel does: an ElementwiseKernel allocates every output at the broadcast shape of the
+    inputs, so each output must have that shape (else the kernel's would be wrong)."""
+    fused = g._bind(None, g._fused_module())
+    ns = fused.__globals__
+    for name in [k for k in ns if k.startswith("_fused_") and not k.endswith("_cuda")]:
+        ns[name] = _as_a_kernel_would(ns[name], name)
+    return fused
+
+
+def _as_a_kernel_would(ref, name):
+    def checked(*args):
+        out = ref(*args)
+        shape = np.broadcast_shapes(*(np.shape(a) for a in args))
+        for o in out if isinstance(out, tuple) else (out,):
+            assert np.shape(o) == shape, \
+                f"{name}: an output of shape {np.shape(o)}, a kernel would make {shape}"
+        return out
+    return checked
 
 
 @pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in CASES])
@@ -103,3 +121,29 @@ def test_fuse_false_keeps_the_plain_source_for_cupy():
     g = srcgrad.grad(chain, cache=False, fuse=False)
     assert g.fuse is False
     assert "_fused_" not in g.source
+
+
+def small_then_wide(a, d):
+    b = np.exp(a)  # (5, 1), read again below: an output of the region
+    c = b * d      # (5, 4)
+    return np.sum(c) + np.sum(b * b)
+
+
+def independent_shapes(w, x):
+    u = 0.5 * w        # (3,)
+    v = np.sin(x) * x  # (7,): consecutive elementwise work of another shape
+    return np.sum(u * w) + np.sum(v)
+
+
+@pytest.mark.parametrize("fn,args", [
+    (small_then_wide, (np.linspace(0, 1, 5)[:, None], np.ones((5, 4)))),
+    (independent_shapes, (np.linspace(-1, 1, 3), np.linspace(-1, 1, 7))),
+])
+def test_a_region_makes_outputs_of_one_shape(fn, args):
+    """A value narrower than the region's broadcast shape (or of another shape
+    altogether) is never a region output: the kernel would allocate it wide."""
+    g = srcgrad.grad(fn, wrt=(0, 1), cache=False)
+    want = g(*args)
+    got = _fused_reference(g)(*args)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-13)
