@@ -1288,11 +1288,8 @@ def _emit_loops(mod: _Module, body: list):
                 em.inline[v.id] = at(v, p)
         outs = {v.id for v in e.outs}
         arrays = {o.id: sub.fresh(o.hint, True) for o in e.outs}
-        later = {}  # value id -> whether a later equation of the region reads it
-        for k, q in enumerate(region.eqns):
-            for a in q.ins:
-                if isinstance(a, Var):
-                    later[a.id] = True
+        # values an equation of the region reads (after the one that makes it: SSA)
+        read = {a.id for q in region.eqns for a in q.ins if isinstance(a, Var)}
         parallel = size >= mod.jit.parallel_min and len(shape) > 0
         where = f" ({e.loc.short()})" if e.loc is not None else ""
         given = mod.jit.python_body  # the outputs come allocated
@@ -1315,7 +1312,7 @@ def _emit_loops(mod: _Module, body: list):
         for q in region.eqns:
             o = q.outs[0]
             text = _norm(em.expr(q, {}))
-            if o.id in outs and not later.get(o.id):
+            if o.id in outs and o.id not in read:
                 body.append(f"{ind}{at(o, arrays[o.id])} = {text}")
                 continue
             local = sub.fresh(o.hint, False)
