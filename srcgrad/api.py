@@ -38,7 +38,7 @@ from .ir import POP, PYTHON, SCALAR, Graph, checked, Var, iter_vars, referenced,
 from .lower import lower
 from .staging import staging
 from .optimize import optimize
-from .reverse import reverse
+from .reverse import CarryClassDisproved, carry_classes_unassumed, reverse
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "hvp", "hessian", "jacobian", "show",
            "clear_cache", "CompiledFunction", "GradFunction", "ValueAndGradFunction",
@@ -235,6 +235,15 @@ class CompiledFunction:
                 for p in inspect.signature(self.fun).parameters.values()]
 
     def _build_one(self, fused: bool = False, same: bool = False, spec=None, jit=None):
+        """`_build_one_now`, made again where an adjoint loop's assumption on the shape of
+        the cotangent it carries does not hold (srcgrad.reverse)."""
+        try:
+            return self._build_one_now(fused, same, spec, jit)
+        except CarryClassDisproved:
+            with carry_classes_unassumed():
+                return self._build_one_now(fused, same, spec, jit)
+
+    def _build_one_now(self, fused: bool = False, same: bool = False, spec=None, jit=None):
         # the prologue makes the `wrt` arguments floating (as_float); jvp takes its
         # primals as they come
         floats = self._float_params()

@@ -489,8 +489,28 @@ def _check_types(eqns, shapes: "_ShapeCheck"):
             _check_kind(e, where)
             if e.outs[0].kind == "array":
                 shapes.check(e, where)
+        if p in (FOR, WHILE):
+            _check_carries(e, where)
         for b in e.blocks():
             _check_types(b.eqns, shapes)
+
+
+def _check_carries(e: "Eqn", where):
+    """A carried value of a known shape or dtype class (one shape, one dtype: lowering
+    assumes it where the initial value has it) has it at the start of every iteration:
+    its initial value and its value at the end of an iteration have it too, and so does
+    the loop's result."""
+    inits = e.ins[3:] if e.prim is FOR else e.ins
+    for c, i, n, o in zip(e.params["carry"], inits, e.params["body"].outs, e.outs):
+        for cls in ("sclass", "dclass"):
+            k = getattr(c, cls)
+            if not (k == SCALAR or k[0] == "k" or (len(k) == 2 and k[0] == "f" and
+                                                    isinstance(k[1], str))):
+                continue
+            for what, v in (("initial value", i), ("next value", n), ("result", o)):
+                if not isinstance(v, Var) or getattr(v, cls) != k:
+                    raise IRError(f"carried {c!r} has {cls} {k}, but its {what} {v!r} has "
+                                  f"{getattr(v, cls, None)}: {where}")
 
 
 class _Where:

@@ -39,7 +39,7 @@ from .errors import (RecursiveCallError, SrcgradError, UnknownFunctionError,
 from .frontend import Source, lambda_as_def, parse_function
 from .ir import (COND, FOR, SCALAR, WHILE, Block, Graph, Loc, StaticValueNeeded, Var, checked,
                  has_var)
-from .staging import INT, IS_NONE, LEN, Builder, dtype_class, staging
+from .staging import INT, INT_VALUED, IS_NONE, LEN, Builder, dtype_class, staging
 from .staging import known as staging_known
 from .scopes import Path, scope_of, self_scope
 from . import pytree, verbatim
@@ -991,15 +991,26 @@ class Lowerer:
             inits += [False, 0]
         elif plan is None:
             inits += [0]
-        carry = []
+        kinds = []
         for v, (name, kind) in zip(inits, self._carry_names(carried, has_break, plan)):
             # a carried Python int (a counter) or a shape is meta; floats and arrays are data
             meta = (isinstance(v, Var) and v.kind == "meta") or (
                 isinstance(v, (int, numpy.integer)) and not isinstance(v, float))
-            carry.append(Var(name, "meta" if meta and kind != "list" else kind))
-        params = {"carry": carry}
-        body_env = self._loop_body(node, plan, carried, carry, has_break, params)
-        outs = [Var(c.hint, c.kind) for c in carry]
+            kinds.append((name, "meta" if meta and kind != "list" else kind))
+        # An array carried in with a known shape or dtype (a specialized variant's) is
+        # taken to keep it; the body is lowered again without what an iteration disproves
+        # (by induction, what it keeps holds at every iteration: ir checks it).
+        assumed = [_known_classes(v) if kind == "array" else (None, None)
+                   for v, (_, kind) in zip(inits, kinds)]
+        while True:
+            carry = [Var(name, kind, *classes) for (name, kind), classes in zip(kinds, assumed)]
+            params = {"carry": carry}
+            body_env = self._loop_body(node, plan, carried, carry, has_break, params)
+            kept = [_kept_classes(a, n) for a, n in zip(assumed, params["body"].outs)]
+            if kept == assumed:
+                break
+            assumed = kept
+        outs = [Var(c.hint, c.kind, *classes) for c, classes in zip(carry, assumed)]
         fresh = params.pop("fresh")
         for c, o in zip(carry, outs):
             self.b.named.add(o.id)
@@ -1077,7 +1088,7 @@ class Lowerer:
             index = None
             if plan is not None:
                 index = Var(node.target.id if isinstance(node.target, ast.Name) else plan.hint,
-                            "meta")
+                            "meta", dclass=INT_VALUED)  # (a counter over a range)
                 params["index"] = index
             if extra:
                 self.b.hint = "n_iter"
@@ -1968,6 +1979,25 @@ def _parameters(low, params, varargs, trees):
             leaves.append(pytree.leaves_of(tree, values[-1]))
         inputs.extend(leaves[-1])
     return inputs, values, leaves
+
+
+def _known_classes(v) -> tuple:
+    """(shape class, dtype class) of a loop's initial value where they are known (one
+    shape, one dtype: a specialized variant's), else None for each."""
+    if not isinstance(v, Var) or v.kind != "array" or v.const_name is not None:
+        return (None, None)
+    s = v.sclass if v.sclass == SCALAR or v.sclass[0] == "k" else None
+    d = v.dclass if len(v.dclass) == 2 and v.dclass[0] in ("f", "k") and \
+        isinstance(v.dclass[1], str) else None
+    return (s, d)
+
+
+def _kept_classes(assumed, nxt) -> tuple:
+    """The assumed classes of a carry that its value at the end of an iteration has."""
+    s, d = assumed
+    if not isinstance(nxt, Var) or nxt.kind != "array":
+        return (None, None)
+    return (s if s == nxt.sclass else None, d if d == nxt.dclass else None)
 
 
 def lower(fn, same=(), floats=(), trees=None, spec=None) -> tuple[Graph, Source, dict]:

@@ -18,14 +18,58 @@ Control flow is reversed structurally, as a person would write it:
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
+
 from runtime import ops
 from runtime.ops import apply_vjp
 
 from .ir import (COND, FOR, NEWSTACK, POP, PUSH, WHILE, Block, Eqn, Graph, Var, checked,
                  iter_vars, located_error, referenced, subst)
-from .staging import Builder, staging
+from .staging import INT_VALUED, Builder, known_shape, staging
 
-__all__ = ["activity", "reverse"]
+__all__ = ["activity", "reverse", "CarryClassDisproved", "carry_classes_unassumed"]
+
+#: whether an adjoint loop takes the cotangent it carries to have its value's shape, where
+#: that shape is known (a specialized variant's): checked when the loop is made
+_ASSUME = contextvars.ContextVar("srcgrad_assume_carry_classes", default=True)
+
+
+class CarryClassDisproved(Exception):
+    """A cotangent an adjoint loop carries came out of another shape class than the value
+    it is the cotangent of: the graph must be made again without the assumption
+    (`carry_classes_unassumed`)."""
+
+
+@contextlib.contextmanager
+def carry_classes_unassumed():
+    token = _ASSUME.set(False)
+    try:
+        yield
+    finally:
+        _ASSUME.reset(token)
+
+
+def _carried_ct(v, hint):
+    """The cotangent an adjoint loop carries for `v`: taken to have v's shape and dtype
+    classes where they are one known shape and one floating dtype (else classes of its
+    own)."""
+    if not _ASSUME.get() or known_shape(v) is None:
+        return Var(hint, "array")
+    d = v.dclass
+    known_float = len(d) == 2 and d[0] == "f" and isinstance(d[1], str)
+    return Var(hint, "array", v.sclass, d if known_float else None)
+
+
+def _assumed(c) -> bool:
+    return c.sclass[0] != "s"
+
+
+def _check_assumed(carried, values, what):
+    for c, v in zip(carried, values):
+        if _assumed(c) and not (isinstance(v, Var) and v.sclass == c.sclass and
+                                (c.dclass[0] == "d" or v.dclass == c.dclass)):
+            raise CarryClassDisproved(f"{what} of {c!r}: {v!r}")
 
 
 def activity(eqns, active: set) -> set:
@@ -233,7 +277,7 @@ class _Reverser:
         b, carry, body = self.b, lp.carry, lp.body
         b.push_block()
         self.depth += 1
-        lp.dcs = {k: Var("d" + carry[k].hint, "array") for k in lp.act}
+        lp.dcs = {k: _carried_ct(carry[k], "d" + carry[k].hint) for k in lp.act}
         local: dict = {}
         for k in lp.act:
             v = body.outs[k]
@@ -250,14 +294,17 @@ class _Reverser:
                     b.hint = "d" + carry[k].hint
                     ct = ops.zeros_like(carry[k])
                 lp.nexts.append(ct)
+            _check_assumed([lp.dcs[k] for k in lp.act], lp.nexts, "the next value")
             refs = referenced(body.eqns, body.outs)
             lp.accs = {}
             for vid in list(local):
                 v = _lookup(refs, vid)
-                acc = Var("d" + v.hint, "array")
+                acc = _carried_ct(v, "d" + v.hint)
                 b.hint = "d" + v.hint
                 lp.nexts.append(ops.add(acc, local[vid]))
                 lp.accs[vid] = (v, acc)
+            _check_assumed([acc for _, acc in lp.accs.values()], lp.nexts[len(lp.act):],
+                           "the next value")
         lp.adj_eqns = b.pop_block()
 
     def _choose_saved(self, lp: "_LoopParts"):
@@ -310,7 +357,8 @@ class _Reverser:
         e, body, index, counted = lp.e, lp.body, lp.index, lp.counted
         stack_eqn = None
         lp.pops = []
-        lp.rev_index = Var(index.hint if index is not None and not counted else "_", "meta")
+        lp.rev_index = Var(index.hint if index is not None and not counted else "_", "meta",
+                           dclass=INT_VALUED)
         mapping = {}
         if not counted and index is not None:
             mapping[index.id] = lp.rev_index
@@ -360,7 +408,9 @@ class _Reverser:
                     prev = ops.zeros_like(v)
                 init_vals.append(prev)
         adj_carry = [lp.dcs[k] for k in lp.act] + [acc for _, acc in lp.accs.values()]
-        adj_outs = [Var(c.hint, "array") for c in adj_carry]
+        _check_assumed(adj_carry, init_vals, "the initial value")
+        adj_outs = [Var(c.hint, "array", c.sclass, c.dclass) if _assumed(c) else
+                    Var(c.hint, "array") for c in adj_carry]
         for o in adj_outs:
             b.named.add(o.id)
         params = {"index": lp.rev_index, "carry": adj_carry,

@@ -22,7 +22,7 @@ from runtime.ops.core import Primitive, call
 from .guards import Reads
 from .ir import SCALAR, Eqn, Loc, StaticValueNeeded, Var, has_var, set_builder
 
-__all__ = ["Builder", "staging", "floating_dclass", "known", "known_shape", "dtype_class", "known_out_shape", "number_spread", "PACK", "MAKE_SLICE", "LEN", "INT",
+__all__ = ["Builder", "staging", "floating_dclass", "known", "known_shape", "dtype_class", "known_out_shape", "number_spread", "PACK", "MAKE_SLICE", "LEN", "INT", "INT_VALUED",
            "CHECK_SCALAR", "IS_NONE"]
 
 
@@ -224,6 +224,7 @@ class Builder:
         classes: the facts the primitive declares, and its known shape where its operands'
         are known (a specialized variant's)."""
         self._classes(prim, args, params, out)
+        args = _int_index_as_zero(prim, args)
         if out.kind == "array" and (prim.shape_arg is not None or
                                     all(_shape_told(a) for a in args)):
             _known_class(prim, args, params, out)
@@ -282,6 +283,20 @@ def number_spread(prim, args) -> bool:
     so that numpy broadcasts the number where the result meets an array."""
     return prim.shape_arg is not None and \
         isinstance(args[0], numbers.Number) and args[prim.shape_arg] != ()
+
+
+#: the dtype class of a meta value that is a Python int at every call (a loop's counter
+#: over a range)
+INT_VALUED = ("int",)
+
+
+def _int_index_as_zero(prim, args):
+    """`x[t]` with `t` an int of unknown value has the shape of `x[0]` (or raises at run
+    time, as numpy would): its shape rule is told 0."""
+    if prim.name == "getitem" and len(args) == 2 and isinstance(args[1], Var) and \
+            args[1].kind == "meta" and args[1].dclass == INT_VALUED:
+        return [args[0], 0]
+    return args
 
 
 def _shape_told(a) -> bool:

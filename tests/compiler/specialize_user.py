@@ -70,3 +70,42 @@ def parameter_named_like_a_dtype(float64, y):
 
 def sines(x):
     return np.sum(np.sin(x))
+
+
+def rnn(Wx, Wh, b, X, h0):
+    h = h0
+    for t in range(X.shape[0]):
+        h = np.tanh(X[t] @ Wx + h @ Wh + b)
+    return np.sum(h * h)
+
+
+def rnn_inputs(T=6, batch=2, d=3, hidden=4, seed=0):
+    rng = np.random.default_rng(seed)
+    return (rng.normal(0, 0.5, (d, hidden)), rng.normal(0, 0.5, (hidden, hidden)),
+            rng.normal(0, 0.1, hidden), rng.normal(size=(T, batch, d)),
+            np.zeros((batch, hidden)))
+
+
+def growing(x, n):
+    """A carried array whose shape changes from one iteration to the next."""
+    acc = x[:1]
+    for _ in range(n):
+        acc = np.concatenate([acc, np.sin(acc[-1:]) * x[:1]])
+    return np.sum(acc * acc)
+
+
+def widening(x, w):
+    """A carried float32 array that becomes float64 after the first iteration (its
+    cotangent, too, has another dtype at each end of the loop)."""
+    h = x
+    for t in range(3):
+        h = np.tanh(h * w[t])
+    return np.sum(h)
+
+
+def broadcast_carry(x, y):
+    """A carry that starts narrow and broadcasts wider."""
+    h = x
+    for _ in range(3):
+        h = np.tanh(h + y)
+    return np.sum(h)

@@ -243,3 +243,43 @@ def test_specialized_source_beyond_the_bound_says_so():
         g.specialized_source(np.ones(n))
     with pytest.raises(RuntimeError, match="specialized variants already"):
         g.specialized_source(np.ones(99))
+
+
+# ---- loops: a carried value that keeps its known shape and dtype ---------------------------
+
+def test_loop_carries_keep_their_known_shapes_in_the_variant():
+    """The state of a recurrent loop keeps its shape and dtype from one step to the next:
+    in the variant nothing in the loops undoes a broadcast or asks for a shape, and the
+    weight gradients accumulate without a cast after the loop."""
+    args = U.rnn_inputs()
+    g = fresh(U.rnn, wrt=(0, 1, 2))
+    want = srcgrad.grad(U.rnn, wrt=(0, 1, 2), specialize=False)(*args)
+    src = g.specialized_source(*args)
+    code = "\n".join(ln.split("#")[0] for ln in src.split("return general")[1].splitlines())
+    for absent in ("sum_to(", "broadcast_shapes(", ".shape", "cast_like("):
+        assert absent not in code, absent
+    got = g(*args)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(got[1], finite_differences(U.rnn, args, 1), rtol=1e-5,
+                               atol=1e-7)
+
+
+@pytest.mark.parametrize("fn,args", [
+    (U.growing, (np.linspace(0.2, 1.0, 4), 3)),
+    (U.widening, (np.linspace(-1, 1, 5).astype(np.float32), np.array([0.5, -1.2, 2.0]))),
+    (U.broadcast_carry, (np.linspace(-1, 1, 3)[:, None], np.linspace(0, 1, 4)[None, :])),
+], ids=["growing", "widening", "broadcast"])
+def test_loop_carries_that_change_shape_or_dtype(fn, args):
+    """What an iteration disproves is not assumed (the loop is lowered again without it;
+    the adjoint loop's cotangents likewise): the variant agrees with the polymorphic code
+    and with finite differences."""
+    g = fresh(fn)
+    want = srcgrad.grad(fn, specialize=False)(*args)
+    g.specialized_source(*args)
+    got = g(*args)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert np.asarray(got).dtype == np.asarray(want).dtype
+    # (of the same function in float64: differences of float32 values are noise)
+    fd = finite_differences(fn, (np.asarray(args[0], np.float64),) + tuple(args[1:]), 0)
+    np.testing.assert_allclose(got, fd, rtol=1e-3, atol=1e-4)
