@@ -134,6 +134,9 @@ class CompiledFunction:
     #: "numpy", or "numba": each signature's variant is compiled by numba (srcgrad.jit);
     #: set by grad(..., backend="numba") and value_and_grad
     backend = "numpy"
+    #: with backend="numba": numba compiles the loops only, whatever the arrays' sizes
+    #: (the large-array form, codegen.JitOptions.python_body)
+    jit_loops_only = False
 
     def __init__(self, fun: Callable[..., Any], wrt: Wrt = 0, has_aux: bool = False,
                  argnums: Wrt | None = None, cache: bool = True, fuse: bool = True) -> None:
@@ -290,9 +293,11 @@ class CompiledFunction:
             as_float = [v for v in wrt if v.id not in floating]
         fc = self._function_code(fname, src, opt, returns, b.named, as_float, check, nested)
         if spec is not None:
-            fc.spec = list(zip(graph.inputs, spec))
+            # (the inputs after the user's parameters, hvp's tangent: the guard tests them
+            # too, and passes them on)
+            fc.spec = list(zip(list(graph.inputs) + self._extra, spec, strict=True))
             fc.spec_call = [(v.hint, False) for v in graph.inputs] \
-                if self._tree is not None else self._param_names()
+                if self._tree is not None or self._extra else self._param_names()
         fc.owned, fc.primal = self._owned(returns)
         if not getattr(fc, "floats_fixed", False):
             fc.floats = {v.id for v in wrt}
@@ -304,7 +309,7 @@ class CompiledFunction:
         header = self._header(src, fname)
         if jit is not None and jit.python_body:
             header += "\n# Its loops compiled by numba (nopython mode), each one pass over " \
-                "memory; large arrays: the rest runs on numpy, which allocates them."
+                "memory; the rest runs on numpy, which allocates the arrays."
         elif jit is not None:
             header += "\n# Compiled by numba (nopython mode); each fused loop is one pass " \
                 "over memory."
@@ -473,10 +478,14 @@ class CompiledFunction:
         """(text, path, meta) of the variant for signature `sig` (cached like the
         general module, keyed by the signature too); with `jit`, the module numba compiles
         (srcgrad.jit)."""
+        from . import jit as _jit
+
         opts = dict(self._options(), spec=_specialize.describe(
             sig, [str(i) for i in range(len(sig))]))
+        large = self.jit_loops_only or any(isinstance(w, tuple) and
+                                           int(np.prod(w[0])) >= _jit.LARGE for w in sig)
         if jit:
-            opts["backend"] = "numba"
+            opts.update(backend="numba", large=large)
         key = None
         if self.use_disk_cache and _cache.cache_dir() is not None:
             key = _cache.cache_key(self.fun, opts)
@@ -485,7 +494,6 @@ class CompiledFunction:
                     self._find_ops(loaded[1]):
                 text, meta, path = loaded
                 return text, path, meta
-        large = any(isinstance(w, tuple) and int(np.prod(w[0])) >= _JIT_LARGE for w in sig)
         options = JitOptions(cache=key is not None, python_body=large) if jit else None
         text, meta, _ = self._guarded_build(spec=sig, jit=options)
         self.variant_count += 1
@@ -792,11 +800,18 @@ class CompiledFunction:
     @property
     def source(self) -> str:
         """The generated Python source of this transformation (after a call with
-        structured arguments, of the entry for the structures of the latest such call)."""
+        structured arguments, of the entry for the structures of the latest such call).
+
+        With backend="numba", once a call has made a variant: the source of the latest
+        variant, what numba compiles (its loops, `@njit`), as `specialized_source` gives
+        it; before that, the shape-polymorphic numpy code, which calls no variant takes
+        run."""
         if self._source is None and self._impl is None and self._last_entry is not None:
             return self._last_entry.source
         if self._source is None:
             self._compile()
+        if self.backend == "numba" and self._spec_sources:
+            return next(reversed(self._spec_sources.values()))
         return self._source
 
     @property
@@ -1066,6 +1081,7 @@ class VJPFunction(CompiledFunction):
 
     kind = "vjp"
     title = "VJP"
+    jit_loops_only = True  # it returns a closure (the pullback), which numba cannot
 
     def _adjoint(self, fwd, wrt, out, aux):
         seed = Var("dout", "array")
@@ -1297,6 +1313,15 @@ class HVPFunction(CompiledFunction):
 
     def _wrt_name(self):
         return list(inspect.signature(self.fun).parameters)[self.wrt_index[0]]
+
+    def _arg_values(self, args, kwargs) -> list:
+        """(`__call__` binds the user's arguments, then adds v.) The code takes v to have
+        x's shape and dtype: a v of another dtype is a call no variant takes (an object
+        gives no signature)."""
+        *full, v = args
+        x = full[self.wrt_index[0]]
+        fits = type(v) is np.ndarray and type(x) is np.ndarray and v.dtype == x.dtype
+        return full + [v if fits else object()]
 
     def _rebound(self, method, wrt):
         along = [i - 1 for i in self.along]
@@ -1835,7 +1860,7 @@ def grad(fun: Callable[..., Any] | None = None, *, wrt: Wrt = 0, has_aux: bool =
                                  backend=backend)
     if isinstance(fun, CompiledFunction):
         if backend != "numpy":
-            raise ValueError("backend='numba' is for grad, value_and_grad and hvp of a plain "
+            raise ValueError("backend='numba' is for grad, value_and_grad, vjp and hvp of a plain "
                              "function; grad of grad(f) runs the numpy code")
         return _computing(NestedGradFunction(fun, wrt, has_aux, argnums, cache), compute)
     return _computing(GradFunction(fun, wrt, has_aux, argnums, cache, fuse), compute,
@@ -1887,9 +1912,6 @@ def _computing(f: CompiledFunction, compute: bool, specialize: bool = False,
 
 
 _BACKENDS = ("numpy", "numba")
-#: arrays of this many elements or more: a numba variant compiles only its loops (the
-#: rest runs on numpy, which allocates its arrays; see codegen.JitOptions.python_body)
-_JIT_LARGE = 1 << 16
 
 
 def _check_backend(kind: str, backend, specialize: bool = True) -> None:
@@ -1908,25 +1930,38 @@ def _check_backend(kind: str, backend, specialize: bool = True) -> None:
 
 
 @functools.lru_cache(maxsize=None)
-def _vjp_compiled(fun, wrt, argnums=None):
-    return VJPFunction(fun, wrt, argnums=argnums)
+def _vjp_compiled(fun, wrt, argnums=None, backend="numpy"):
+    f = VJPFunction(fun, wrt, argnums=argnums)
+    if backend != "numpy":
+        f.specialize, f.backend = True, backend
+    return f
 
 
 def vjp(fun: Callable[..., Any], *primals: Any, wrt: Wrt = 0, argnums: Wrt | None = None,
-        argnum: Wrt | None = None) -> tuple[Any, Callable[[Any], Any]]:
+        argnum: Wrt | None = None, backend: str = "numpy"
+        ) -> tuple[Any, Callable[[Any], Any]]:
     """`(out, pullback)`: `pullback(cotangent)` returns the gradients of <cotangent, out>
-    w.r.t. the `wrt` arguments, from generated code (compiled once per fun and wrt)."""
+    w.r.t. the `wrt` arguments, from generated code (compiled once per fun and wrt).
+
+    With `backend="numba"`, each new signature of the primals gets a variant whose loops
+    numba compiles (the function around them, which returns the pullback, stays Python)."""
+    _check_backend("vjp", backend)
     argnums = _alias_argnum(wrt, argnums, argnum)
     key = tuple(wrt) if isinstance(wrt, list) else wrt
     if isinstance(argnums, list):
         argnums = tuple(argnums)
-    return _vjp_compiled(fun, key, argnums)(*primals)
+    return _vjp_compiled(fun, key, argnums, backend)(*primals)
 
 
 def hvp(fun: Callable[..., Any], *, wrt: Wrt = 0, argnums: Wrt | None = None,
-        argnum: Wrt | None = None, cache: bool = True) -> HVPFunction:
+        argnum: Wrt | None = None, cache: bool = True, backend: str = "numpy"
+        ) -> HVPFunction:
     """`hvp(f, wrt=0)(*args, v)`: the Hessian of scalar `f` w.r.t. argument `wrt`, times
-    `v` (same shape as that argument), by forward-over-reverse without the Hessian."""
+    `v` (same shape as that argument), by forward-over-reverse without the Hessian.
+
+    `backend="numba"` compiles it with numba as `grad` does: each new signature of the
+    arguments and v gets a compiled variant at its first call."""
+    _check_backend("hvp", backend)
     if isinstance(fun, CompiledFunction):
         raise _composition_error("hvp", fun)
     argnums = _alias_argnum(wrt, argnums, argnum)
@@ -1934,6 +1969,8 @@ def hvp(fun: Callable[..., Any], *, wrt: Wrt = 0, argnums: Wrt | None = None,
     if h.wrt_tuple:
         raise TypeError("hvp takes a single wrt argument (hessian(f, wrt=(i, j)) gives the "
                         "blocks of several)")
+    if backend != "numpy":
+        h.specialize, h.backend = True, backend
     return h
 
 

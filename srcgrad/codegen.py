@@ -424,6 +424,11 @@ def _emit_function(fc: FunctionCode, namer: _Namer, em: _Emitter, inputs, indent
     _read_module_arrays(fc, namer, em, body, lines)
     if fc.check_scalar is not None and not _defined_in(fc.check_scalar, fc.eqns):
         lines.append(f"{body}{em.mod.g('check_scalar')}({em.src(fc.check_scalar)})")
+    pool = getattr(fc, "scratch", None)
+    if pool:
+        ws = namer.fresh("scratch", True)
+        lines.append(f"{body}{ws} = {em.mod.g('take_scratch')}({pool[2]}, {pool[3]})")
+        em.scratch = {v.id: f"{ws}[{k}]" for v, k in pool[0]}
     ctx = _BlockCtx(fc, namer, em, uses, returned, inputs)
     ctx.emit(fc.eqns, body, lines, top=True)
     if fc.nested:
@@ -432,6 +437,8 @@ def _emit_function(fc: FunctionCode, namer: _Namer, em: _Emitter, inputs, indent
         inner.local_name = namer.fresh(inner.name, True)
         _emit_function(inner, namer, em, getattr(inner, "inputs", []), body, lines,
                        inner.local_name)
+    if pool:
+        lines.append(f"{body}{pool[2]}.append({ws})  # for the next call")
     lines.append(f"{body}return {_render_return(em, fc.returns)}")
 
 
@@ -461,7 +468,8 @@ def _spec_guard(fc, namer, mod: _Module) -> list:
             parts.append(f"{x} is None" if what is type(None) else
                          f"{mod.g('type')}({x}) is {mod.g(what.__name__)}")
     cond = "\n        and ".join(parts)
-    args = ", ".join(f"{n}={n}" if kw else n for n, kw in fc.spec_call)
+    args = ", ".join([f"{n}={n}" if kw else n for n, kw in fc.spec_call] +
+                     [namer.names[v.id] for v in fc.extra])
     return [f"if not ({cond}):",
             f"    return {mod.general()}({args})  # the shape-polymorphic code"]
 
@@ -592,6 +600,8 @@ def _floating_values(eqns, floating: set) -> set:
                             if _inexact(a, floating) and _inexact(b, floating))
         elif op in (FOR, WHILE):
             _floating_loop(e, floating)
+        elif op is FUSED:  # its results are values its region defines
+            _floating_values(e.params["region"].eqns, floating)
         elif e.outs and _floating_result(e, floating):
             floating.add(e.outs[0].id)
     return floating
@@ -784,8 +794,10 @@ class _BlockCtx:
         jit = em.mod.jit
         if jit is not None and jit.python_body:  # numpy allocates the loop's outputs
             np_ = em.mod.g("np")
-            args = ", ".join([args] + [f"{np_}.empty({loop_shape(o)!r}, {np_}.{jit_dtype(o)})"
-                                       for o in e.outs])
+            scratch = getattr(em, "scratch", {})
+            args = ", ".join([args] + [
+                scratch.get(o.id) or f"{np_}.empty({loop_shape(o)!r}, {np_}.{jit_dtype(o)})"
+                for o in e.outs])
         lines.append(f"{ind}{names} = {em.mod.region_name(e)}({args})")
         em.mod.regions.append((e, [em.src(a) for a in e.ins]))
 
@@ -1198,6 +1210,86 @@ class JitOptions:
         return f"@{mod.g('njit')}({', '.join(opts)})"
 
 
+def scratch_values(fc) -> list:
+    """The large-array form's scratch values, ([(value, slot)], [(shape, dtype) of each
+    slot]): results of `fc`'s top-level loops that may live in arrays reused from one
+    call to the next, since nothing sees them after the call; two values whose lives do
+    not overlap share a slot. Each is read only by equations that make new arrays from it (a loop, an
+    arithmetic op, a sum...: no view, alias, list, stack, loop carry or branch result of
+    it), and is neither returned nor read by a nested function. (A loop's results are
+    never updated in place: `fusion.FUSED` is not updatable.)"""
+    readers: dict = {}
+
+    def walk(eqns):
+        for e in eqns:
+            for v in e.var_ins():
+                readers.setdefault(v.id, []).append(e.prim)
+            if e.prim is FUSED:
+                continue  # (its region's values are its own)
+            for b in e.blocks():
+                walk(b.eqns)
+                for v in iter_vars(b.outs):  # a block's result: an alias outside it
+                    readers.setdefault(v.id, []).append(None)
+
+    walk(fc.eqns)
+    kept = {v.id for v in iter_vars(fc.returns)} | set(fc.keep)
+    last = {}  # value id -> the last top-level statement that reads it (nested reads too)
+    for i, e in enumerate(fc.eqns):
+        for v in _reads(e):
+            last[v] = i
+    slots: list = []  # [(shape, dtype), the value in it]
+    out = []
+    for i, e in enumerate(fc.eqns):
+        if e.prim is not FUSED:
+            continue
+        for o in e.outs:
+            if o.id in kept or loop_shape(o) is None or jit_dtype(o) is None or \
+                    not all(p is not None and p.fresh for p in readers.get(o.id, ())):
+                continue
+            kind = (loop_shape(o), jit_dtype(o))
+            # a slot whose value no statement from this one on reads (not this loop's
+            # inputs, not its other outputs)
+            free = [k for k, (kd, held) in enumerate(slots)
+                    if kd == kind and last.get(held, -1) < i and
+                    held not in {v.id for v in e.outs}]
+            if free:
+                slots[free[0]][1] = o.id
+            else:
+                slots.append([kind, o.id])
+            out.append((o, free[0] if free else len(slots) - 1))
+    return out, [kind for kind, _ in slots]
+
+
+def _reads(e) -> set:
+    """Ids of the values equation `e` reads, in its nested blocks too."""
+    found = {v.id for v in e.var_ins()}
+    if e.prim is not FUSED:
+        for b in e.blocks():
+            for q in b.eqns:
+                found |= _reads(q)
+            found |= {v.id for v in iter_vars(b.outs)}
+    return found
+
+
+def _emit_scratch(f, mod: _Module, body: list):
+    """The module-level pool of `f`'s scratch arrays (`scratch_values`) and the function
+    that makes a set of them."""
+    if not getattr(f, "scratch", None):
+        return
+    _, slots, pool, new = f.scratch
+    np_ = mod.g("np")
+    arrays = [f"{np_}.empty({shape!r}, {np_}.{dtype})" for shape, dtype in slots]
+    body += ["", "",
+             f"# scratch arrays of {f.module_name}'s loops (values it neither returns nor "
+             "keeps): a set per call",
+             "# in progress, handed back when it returns and reused by the next call, so "
+             "that large",
+             "# arrays are not allocated, their pages faulted in, at every call",
+             f"{pool} = []", "", "",
+             f"def {new}():",
+             "    return (" + "".join(f"\n        {a}," for a in arrays) + "\n    )"]
+
+
 def jit_dtype(v) -> "str | None":
     """The numpy dtype name (`float64`, `bool_`) of a value whose dtype the IR knows, in the
     native byte order; else None."""
@@ -1228,7 +1320,10 @@ def _emit_jit_entry(fc, namer, mod: _Module, inputs, lines):
         namer.names.setdefault(v.id, v.hint)
         namer.used.add(namer.names[v.id])
     names = [namer.names[v.id] for v in inputs]
-    params = fc.params or ", ".join(names)
+    extra = {v.id for v in fc.extra}  # after the user's parameters (hvp's tangent)
+    params = ", ".join([fc.params] * bool(fc.params) +
+                       [namer.names[v.id] for v in inputs if v.id in extra]) or \
+        ", ".join(names)
     lines.append(f"def {fc.module_name}({params}):")
     if fc.spec is not None:
         lines.extend("    " + ln for ln in _spec_guard(fc, namer, mod))
@@ -1241,7 +1336,7 @@ def _emit_jit_entry(fc, namer, mod: _Module, inputs, lines):
     mod.namers.append(inner)
     spec, fc.spec = fc.spec, None
     as_float, fc.as_float = fc.as_float, []
-    fc.params = ", ".join(names)
+    fc.params = ", ".join(namer.names[v.id] for v in inputs if v.id not in extra)
     fc.docstring = "What numba compiles (nopython mode): the guard above has checked " \
         "every argument."
     lines.append(mod.jit.decorator(mod))
@@ -1504,6 +1599,12 @@ def _emit_planned(fc, inputs, header, ops, clashes, jit=None):
         if jit is not None:
             f.compiled_name = f.module_name if jit.python_body else \
                 mod.bind(f.name + "_compiled")
+    for f, _ in tops:
+        if jit is not None and jit.python_body and not f.nested:
+            values, slots = scratch_values(f)
+            if values:
+                f.scratch = (values, slots, mod.bind(f"{f.name}_scratch"),
+                             mod.bind(f"new_{f.name}_scratch"))
     for f in _functions(fc):  # module-level names first: no local may take one
         for _, what in f.spec or ():  # a specialized variant's dtypes and fallback
             if isinstance(what, tuple):
@@ -1529,6 +1630,8 @@ def _emit_planned(fc, inputs, header, ops, clashes, jit=None):
         else:
             _emit_function(f, namer, _Emitter(namer, mod), ins, "", body, f.module_name)
     if jit is not None:
+        for f, _ in tops:
+            _emit_scratch(f, mod, body)
         _emit_loops(mod, body)
         _emit_reductions(mod, body)
     else:

@@ -49,6 +49,10 @@ def _roots(eqns, roots: dict) -> dict:
             roots.update((o.id, EXTERNAL) for o in e.outs)  # a statement run as written
         elif e.outs:
             roots[e.outs[0].id] = _op_roots(e, roots)
+            if e.prim.fresh and not e.prim.custom and not e.prim.meta:
+                # each result of an op with several (a fused loop's) is new memory of
+                # its own
+                roots.update((o.id, frozenset({("new", o.id)})) for o in e.outs[1:])
     return roots
 
 

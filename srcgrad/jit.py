@@ -25,7 +25,7 @@ import numpy
 from .ir import Var
 
 __all__ = ["INSTALL", "require", "accept", "compile_now", "failure", "SCALAR_OPS", "CHEAP_OPS",
-           "STREAMING"]
+           "STREAMING", "LARGE"]
 
 INSTALL = 'pip install "srcgrad[jit]"'
 
@@ -208,6 +208,10 @@ CHEAP_OPS = frozenset({
     "greater", "greater_equal", "logical_and", "logical_or", "logical_not", "sign", "copy",
     "reciprocal", "floor", "ceil", "trunc", "rint", "sqrt", "power",
 })
+
+#: a call with an array of this many elements or more gets the large-array form
+#: (`JitOptions.python_body`): numba compiles the loops only, and the rest runs on numpy
+LARGE = 1 << 16
 
 #: from this many elements a loop pays for its per-element calls: each array it does not
 #: write is memory it does not stream (numpy's ufuncs win while the arrays sit in cache)

@@ -56,6 +56,17 @@ def check_scalar(out):
     return out
 
 
+def take_scratch(pool, new):
+    """A set of scratch arrays from `pool` (a list of them), else `new()`: each call in
+    progress holds a set of its own, and hands it back to `pool` when it returns. (One
+    `pop`, not a test then a pop: another thread may take the last set in between.)"""
+    try:
+        return pool.pop()
+    except IndexError:
+        return new()
+
+
 HELPERS["as_float"] = as_float
 HELPERS["check_scalar"] = check_scalar
+HELPERS["take_scratch"] = take_scratch
 __all__ = sorted(HELPERS)

@@ -105,6 +105,93 @@ def test_large_loops_run_in_parallel_threads():
     assert_same(got, srcgrad.grad(U.elementwise, wrt=(0, 1), specialize=False)(x, x + 1.5))
 
 
+def _flat(tree):
+    if isinstance(tree, dict):
+        return [a for k in sorted(tree, key=repr) for a in _flat(tree[k])]
+    if isinstance(tree, (tuple, list)):
+        return [a for t in tree for a in _flat(t)]
+    return [tree]
+
+
+def _snapshot(tree):
+    return [np.array(a, copy=True) for a in _flat(tree)]
+
+
+def test_large_arrays_reuse_scratch_arrays_but_never_results():
+    """The large form keeps the values nothing sees after the call in scratch arrays that
+    the next call reuses; the results are new arrays at every call (a caller keeps them)."""
+    n = jit.LARGE
+    g = numba_grad(U.rosenbrock)
+    want = srcgrad.grad(U.rosenbrock, specialize=False)
+    x1, x2 = np.linspace(-1.2, 1.3, n), np.linspace(0.4, -0.9, n)
+    r1, src = compiled_without_warning(g, x1)
+    assert "= take_scratch(" in src and f"np.empty(({n - 1},), np.float64)," in src
+    kept = r1.copy()
+    r2 = g(x2)
+    np.testing.assert_array_equal(r1, kept)  # the second call left the first's result alone
+    assert not np.shares_memory(r1, r2)
+    assert_same(r2, want(x2))
+    assert_same(g(x1), kept)
+
+
+def test_large_form_called_from_many_threads():
+    """Each call in progress holds its own scratch arrays."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    n = jit.LARGE
+    g = numba_grad(U.elementwise, wrt=(0, 1))
+    want = srcgrad.grad(U.elementwise, wrt=(0, 1), specialize=False)
+    xs = [np.linspace(-1.0, 1.0 + k / 7, n) for k in range(6)] * 3
+    g(xs[0], xs[1] + 2.0)
+    with ThreadPoolExecutor(4) as pool:
+        outs = list(pool.map(lambda x: g(x, x[::-1] + 2.0), xs))
+    for x, out in zip(xs, outs):
+        assert_same(out, want(x, x[::-1] + 2.0))
+
+
+def vector_fn(x, y):
+    return np.tanh(x * y) + np.sin(x) ** 2 * y
+
+
+@pytest.mark.parametrize("n", [40, 1 << 16])
+def test_hvp_through_numba(n):
+    x, v = np.linspace(-1.2, 1.3, n), np.linspace(0.5, -0.4, n)
+    h = srcgrad.hvp(U.rosenbrock, backend="numba")
+    got, src = compiled_without_warning(h, x, v)
+    assert "@njit" in src and "v.dtype == float64" in src  # v is in the guard
+    want = srcgrad.hvp(U.rosenbrock)
+    assert_same(got, want(x, v))
+    assert_same(h(x[::-1].copy(), v), want(x[::-1].copy(), v))
+    # a v of another dtype than x's is no signature a variant takes: numpy runs it
+    v32 = v.astype(np.float32)
+    assert_same(h(x, v32), want(x, v32))
+    h2 = srcgrad.hvp(U.elementwise, wrt=1, backend="numba")
+    assert_same(h2(x, x + 2.0, v), srcgrad.hvp(U.elementwise, wrt=1)(x, x + 2.0, v))
+
+
+def test_vjp_through_numba():
+    x, y = np.linspace(-1, 1, 50), np.linspace(0.5, 2, 50)
+    c = np.linspace(1.0, 2.0, 50)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        out, pullback = srcgrad.vjp(vector_fn, x, y, wrt=(0, 1), backend="numba")
+        grads = pullback(c)
+    want_out, want_pullback = srcgrad.vjp(vector_fn, x, y, wrt=(0, 1))
+    assert_same(out, want_out)
+    assert_same(grads, want_pullback(c))
+    with pytest.raises(ValueError, match="backend='jax' is not one of"):
+        srcgrad.vjp(vector_fn, x, y, backend="jax")
+
+
+def test_source_shows_what_numba_compiles():
+    g = numba_grad(U.elementwise, wrt=(0, 1))
+    assert "@njit" not in g.source  # no call yet: the shape-polymorphic code
+    x = np.linspace(-2, 2, 30)
+    compiled_without_warning(g, x, x + 2.0)
+    assert g.source == g.specialized_source(x, x + 2.0)
+    assert "@njit" in g.source and "for i in range(30):" in g.source
+
+
 def test_a_new_signature_gets_its_own_compiled_variant_and_others_run_numpy():
     g = numba_grad(U.rosenbrock)
     for n in (6, 7, 8, 9, 10, 11):
@@ -222,6 +309,10 @@ def test_without_numba_the_error_says_how_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "numba", None)
     with pytest.raises(ImportError, match=r'pip install "srcgrad\[jit\]"'):
         srcgrad.grad(U.rosenbrock, backend="numba")
+    with pytest.raises(ImportError, match=r'pip install "srcgrad\[jit\]"'):
+        srcgrad.hvp(U.rosenbrock, backend="numba")
+    with pytest.raises(ImportError, match=r'pip install "srcgrad\[jit\]"'):
+        srcgrad.vjp(U.rosenbrock, np.ones(3), backend="numba")
 
 
 def test_backend_values_are_checked():
@@ -231,6 +322,8 @@ def test_backend_values_are_checked():
         srcgrad.value_and_grad(U.rosenbrock, backend="numba", specialize=False)
     with pytest.raises(ValueError, match="grad of grad"):
         srcgrad.grad(srcgrad.grad(U.rosenbrock), backend="numba")
+    with pytest.raises(ValueError, match="backend='cuda' is not one of"):
+        srcgrad.hvp(U.rosenbrock, backend="cuda")
 
 
 def test_numba_caches_beside_srcgrads_cache(tmp_path, monkeypatch):
@@ -265,3 +358,27 @@ def test_corpus_through_numba(case):
         warnings.simplefilter("ignore", RuntimeWarning)  # a fallback is allowed here
         got = srcgrad.grad(case.fn, wrt=case.wrt, backend="numba")(*args)
     assert_same(got, want, case.id)
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id)
+                                  for c in (_CORPUS if _DEEP else _CORPUS[1::6])])
+def test_corpus_through_numba_large_form(case, monkeypatch):
+    """Each corpus program in the large-array form (scratch arrays reused across calls),
+    called twice: the second call gives what numpy gives and leaves the first call's
+    results as they were (no result lives in a reused array)."""
+    monkeypatch.setattr(jit, "LARGE", 1)
+    monkeypatch.setattr(jit, "STREAMING", 1)  # every op a loop may take, in loops
+    seed = sum(map(ord, case.id))
+    first = case.inputs[0](np.random.default_rng(seed))
+    second = case.inputs[0](np.random.default_rng(seed + 1))
+    want = srcgrad.grad(case.fn, wrt=case.wrt, specialize=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a fallback is allowed here
+        g = srcgrad.grad(case.fn, wrt=case.wrt, backend="numba")
+        got = g(*first)
+        kept = _snapshot(got)
+        got2 = g(*second)
+    for a, b in zip(_flat(got), kept):
+        np.testing.assert_array_equal(a, b, err_msg=f"{case.id}: a later call changed it")
+    assert_same(tuple(_flat(got)), tuple(_flat(want(*first))), case.id)
+    assert_same(tuple(_flat(got2)), tuple(_flat(want(*second))), case.id)
