@@ -203,6 +203,7 @@ class CompiledFunction:
             if jit is not None:  # what numba compiles
                 meta["compiled"] = None if jit.python_body else fc.compiled_name
                 meta["loops"] = code.loops
+                meta["outs"] = code.out_types  # the compiled entry's result arrays
             return code.text, meta, opt
         fc, inputs, header, opt = self._build_one(fused)
         if self.kind in ("grad", "value_and_grad") and len(self.wrt_index) > 1 and \
@@ -544,7 +545,8 @@ class CompiledFunction:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", numba.NumbaPerformanceWarning)
                 if meta["compiled"] is not None:
-                    _jit.compile_now(ns[meta["compiled"]], sig)
+                    outs = [(tuple(shape), np.dtype(dt)) for shape, dt in meta.get("outs", ())]
+                    _jit.compile_now(ns[meta["compiled"]], tuple(sig) + tuple(outs))
                 for name, params in meta.get("loops", {}).items():
                     _jit.compile_now(ns[name], [((0,) * nd, np.dtype(dt)) for nd, dt in params])
         except Exception as err:  # noqa: BLE001 (the numpy code runs)

@@ -407,7 +407,8 @@ def _emit_function(fc: FunctionCode, namer: _Namer, em: _Emitter, inputs, indent
             namer.used.add(namer.names[v.id])
     for v in fc.extra:
         namer.names[v.id] = namer.fresh(v.hint, True)
-    params = ", ".join([fc.params] * bool(fc.params) + [namer.names[v.id] for v in fc.extra])
+    params = ", ".join([fc.params] * bool(fc.params) + [namer.names[v.id] for v in fc.extra] +
+                       [name for _, name in getattr(fc, "out_params", None) or ()])
     uses = _uses(fc.eqns, (fc.returns, fc.check_scalar))
     returned = {v.id for v in iter_vars(fc.returns)}
     lines.append(f"{indent}def {name}({params}):")
@@ -439,6 +440,10 @@ def _emit_function(fc: FunctionCode, namer: _Namer, em: _Emitter, inputs, indent
                        inner.local_name)
     if pool:
         lines.append(f"{body}{pool[2]}.append({ws})  # for the next call")
+    outs = getattr(fc, "out_params", None)
+    if outs:  # (a compiled entry's results, allocated by its caller)
+        lines.extend(f"{body}{name}[...] = {em.src(v)}" for v, name in outs)
+        return
     lines.append(f"{body}return {_render_return(em, fc.returns)}")
 
 
@@ -1330,10 +1335,25 @@ def _emit_jit_entry(fc, namer, mod: _Module, inputs, lines):
     for v in fc.as_float:  # (a Python number `wrt`: numba cannot call the helper)
         x = namer.names[v.id]
         lines.append(f"    {x} = {mod.g('as_float')}({x})")
-    lines.append(f"    return {fc.compiled_name}({', '.join(names)})  # compiled by numba")
-    lines += ["", ""]
     inner = _Namer(mod.local_reserved)
     mod.namers.append(inner)
+    results = _out_results(fc)
+    if results is None:
+        lines.append(f"    return {fc.compiled_name}({', '.join(names)})  # compiled by numba")
+    else:
+        # numpy allocates the results and the compiled function writes them: numba would
+        # box each array it returns (a few hundred ns apiece)
+        outer = {v.id: namer.fresh(v.hint, True) for v in results}
+        np_ = mod.g("np")
+        for v in results:
+            lines.append(f"    {outer[v.id]} = {np_}.empty({loop_shape(v)!r}, "
+                         f"{np_}.{jit_dtype(v)})")
+        lines.append(f"    {fc.compiled_name}({', '.join(names + list(outer.values()))})  "
+                     "# compiled by numba: it writes the results")
+        lines.append(f"    return {_render_named(fc.returns, outer)}")
+        fc.out_params = [(v, inner.fresh("out_" + v.hint, True)) for v in results]
+        mod.out_types = [(list(loop_shape(v)), jit_dtype(v)) for v in results]
+    lines += ["", ""]
     spec, fc.spec = fc.spec, None
     as_float, fc.as_float = fc.as_float, []
     fc.params = ", ".join(namer.names[v.id] for v in inputs if v.id not in extra)
@@ -1344,6 +1364,40 @@ def _emit_jit_entry(fc, namer, mod: _Module, inputs, lines):
         _emit_function(fc, inner, _Emitter(inner, mod), inputs, "", lines, fc.compiled_name)
     finally:
         fc.spec, fc.as_float = spec, as_float
+        fc.out_params = None
+
+
+def _out_results(fc) -> "list | None":
+    """The results of a compiled entry, when numpy may allocate them all before the call
+    (arrays of known shapes and dtypes, each once, in tuples, lists and dicts); else
+    None."""
+    found: list = []
+
+    def walk(obj) -> bool:
+        if isinstance(obj, (tuple, list)):
+            return all(walk(o) for o in obj)
+        if isinstance(obj, dict):
+            return all(walk(o) for o in obj.values())
+        if isinstance(obj, Var) and obj.kind == "array" and loop_shape(obj) is not None \
+                and jit_dtype(obj) is not None and all(v is not obj for v in found):
+            found.append(obj)
+            return True
+        return False
+
+    return found if walk(fc.returns) and found else None
+
+
+def _render_named(obj, names: dict) -> str:
+    """A structure of results written with the names of its Vars (`names`: id -> name)."""
+    if isinstance(obj, tuple):
+        inner = ", ".join(_render_named(o, names) for o in obj)
+        return f"({inner},)" if len(obj) == 1 else f"({inner})"
+    if isinstance(obj, list):
+        return "[" + ", ".join(_render_named(o, names) for o in obj) + "]"
+    if isinstance(obj, dict):
+        return "{" + ", ".join(f"{literal(k)}: {_render_named(v, names)}"
+                               for k, v in obj.items()) + "}"
+    return names[obj.id]
 
 
 def _emit_loops(mod: _Module, body: list):
@@ -1651,6 +1705,7 @@ def _emit_planned(fc, inputs, header, ops, clashes, jit=None):
     code = ModuleCode(text, fc.module_name, mod.alias.get("np", "np"), scopes, bound_ops,
                       mod.fallback)
     code.loops = mod.loop_types
+    code.out_types = getattr(mod, "out_types", [])
     return code, set()
 
 
