@@ -277,6 +277,10 @@ class CompiledFunction:
         outs = [returns] if check is None else [returns, check]
         opt = optimize(Graph(graph.inputs, b.eqns, outs, graph.name), named=b.named)
         opt.check(extra_inputs=self._extra + ([self._seed] if self.kind == "vjp" else []))
+        if jit is not None and not jit.python_body:
+            from .jit import large_form
+
+            jit.python_body = large_form(opt.eqns)
         if fused or jit is not None:
             from .fusion import fuse_graph, one_shape
             from .jit import accept
@@ -483,10 +487,9 @@ class CompiledFunction:
 
         opts = dict(self._options(), spec=_specialize.describe(
             sig, [str(i) for i in range(len(sig))]))
-        large = self.jit_loops_only or any(isinstance(w, tuple) and
-                                           int(np.prod(w[0])) >= _jit.LARGE for w in sig)
+        large = self.jit_loops_only  # (else decided by the arrays the variant makes)
         if jit:
-            opts.update(backend="numba", large=large)
+            opts.update(backend="numba", large=(_jit.LARGE, _jit.VECTOR_CALLS))
         key = None
         if self.use_disk_cache and _cache.cache_dir() is not None:
             key = _cache.cache_key(self.fun, opts)

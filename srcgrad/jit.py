@@ -25,7 +25,7 @@ import numpy
 from .ir import Var
 
 __all__ = ["INSTALL", "require", "accept", "compile_now", "failure", "SCALAR_OPS", "CHEAP_OPS",
-           "STREAMING", "LARGE"]
+           "STREAMING", "LARGE", "VECTOR_CALLS", "large_form"]
 
 INSTALL = 'pip install "srcgrad[jit]"'
 
@@ -209,9 +209,14 @@ CHEAP_OPS = frozenset({
     "reciprocal", "floor", "ceil", "trunc", "rint", "sqrt", "power",
 })
 
-#: a call with an array of this many elements or more gets the large-array form
+#: a variant that makes an array of this many elements or more gets the large-array form
 #: (`JitOptions.python_body`): numba compiles the loops only, and the rest runs on numpy
 LARGE = 1 << 16
+
+#: ... as does one that calls exp, tanh, sin... (not `CHEAP_OPS`) on arrays of this many
+#: elements or more: numpy's vectorized loops take about a sixth of the time of numba's
+#: call per element (tanh: 1.7 against 10 ns), which outweighs what calling numpy costs
+VECTOR_CALLS = 1 << 11
 
 #: from this many elements a loop pays for its per-element calls: each array it does not
 #: write is memory it does not stream (numpy's ufuncs win while the arrays sit in cache)
@@ -242,6 +247,25 @@ def accept(e, run, python_body: bool = False) -> bool:
         return numpy.broadcast_shapes(loop, *(loop_shape(v) for v in values)) == loop
     except ValueError:
         return False
+
+
+def large_form(eqns) -> bool:
+    """Whether a variant of these equations gets the large-array form: it makes an array of
+    `LARGE` elements or more (an input, however large, that it only reads, a matmul's
+    matrix say, does not count; nor does a view), or calls a vectorizable op that is not
+    cheap on `VECTOR_CALLS` or more (in nested blocks too, where shapes are known)."""
+    from .codegen import loop_shape
+
+    for e in eqns:
+        for o in e.outs if not getattr(e.prim, "view", False) else ():  # (a view: no memory)
+            shape = loop_shape(o) if o.kind == "array" else None
+            size = int(numpy.prod(shape)) if shape is not None else 0
+            if size >= LARGE or (size >= VECTOR_CALLS and e.prim.name in SCALAR_OPS and
+                                 e.prim.name not in CHEAP_OPS):
+                return True
+        if any(large_form(b.eqns) for b in e.blocks()):
+            return True
+    return False
 
 
 def _values(e) -> list:

@@ -43,3 +43,8 @@ class Model:
 
     def loss(self, w, x):
         return np.sum(np.tanh(w * x) * self.scale)
+
+
+def least_squares(w, X, y):
+    r = X @ w - y
+    return np.sum(r * r)

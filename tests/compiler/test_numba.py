@@ -95,6 +95,26 @@ def test_elementwise_chains_become_one_loop_and_reductions_loops():
     assert "def _max(x):" in src and "keepdims" not in src.split("_compiled(")[1]
 
 
+def test_the_large_form_is_for_gradients_that_make_large_arrays():
+    """A large input that the gradient only reads (a matmul's matrix) leaves it compiled
+    whole; a large array it makes, or exp (a call per element) of a middling one, gives the
+    large-array form."""
+    w = np.linspace(-1, 1, 5)
+    want = srcgrad.grad(U.least_squares, specialize=False)
+    for rows, whole in ((jit.LARGE // 8, True), (jit.LARGE, False)):
+        X = np.random.default_rng(3).standard_normal((rows, 5))
+        y = np.sin(np.arange(rows))
+        got, src = compiled_without_warning(numba_grad(U.least_squares), w, X, y)
+        assert ("_compiled(" in src) == whole and ("loops compiled by numba" in src) != whole
+        assert_same(got, want(w, X, y))
+    X = np.random.default_rng(3).standard_normal((jit.VECTOR_CALLS, 5))
+    y = np.sign(X @ w) + 0.0
+    args = (w, np.array(0.3), X, y)
+    got, src = compiled_without_warning(numba_grad(U.logreg, wrt=(0, 1)), *args)
+    assert "loops compiled by numba" in src
+    assert_same(got, srcgrad.grad(U.logreg, wrt=(0, 1), specialize=False)(*args))
+
+
 def test_large_loops_run_in_parallel_threads():
     x = np.linspace(-1, 1, 300_000)
     g = numba_grad(U.elementwise, wrt=(0, 1))
@@ -120,7 +140,7 @@ def _snapshot(tree):
 def test_large_arrays_reuse_scratch_arrays_but_never_results():
     """The large form keeps the values nothing sees after the call in scratch arrays that
     the next call reuses; the results are new arrays at every call (a caller keeps them)."""
-    n = jit.LARGE
+    n = jit.LARGE + 1  # (it makes arrays of n - 1 elements)
     g = numba_grad(U.rosenbrock)
     want = srcgrad.grad(U.rosenbrock, specialize=False)
     x1, x2 = np.linspace(-1.2, 1.3, n), np.linspace(0.4, -0.9, n)
@@ -153,7 +173,7 @@ def vector_fn(x, y):
     return np.tanh(x * y) + np.sin(x) ** 2 * y
 
 
-@pytest.mark.parametrize("n", [40, 1 << 16])
+@pytest.mark.parametrize("n", [40, jit.LARGE + 1])
 def test_hvp_through_numba(n):
     x, v = np.linspace(-1.2, 1.3, n), np.linspace(0.5, -0.4, n)
     h = srcgrad.hvp(U.rosenbrock, backend="numba")
