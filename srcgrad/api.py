@@ -37,7 +37,7 @@ from .frontend import parse_function
 from .ir import POP, PYTHON, SCALAR, Graph, checked, Var, iter_vars, referenced, subst, unsound_uses
 from .lower import lower
 from .staging import staging
-from .optimize import optimize
+from .optimize import hoist_indexed_products, optimize
 from .reverse import CarryClassDisproved, carry_classes_unassumed, reverse
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "hvp", "hessian", "jacobian", "show",
@@ -268,8 +268,8 @@ class CompiledFunction:
             out, aux = result, None
         _check_output(out, src, self.kind)
         check_sound(graph.eqns, [out], wrt + self._also_active(graph))
-        fwd = checked(Graph(graph.inputs, graph.eqns, [out], graph.name, graph.named),
-                      "lowering", extra_inputs=())
+        fwd = checked(Graph(graph.inputs, hoist_indexed_products(graph.eqns, jit is None),
+                            [out], graph.name, graph.named), "lowering", extra_inputs=())
         self._extra = []  # inputs the generated function takes after the user's parameters
         b, returns, check, nested = self._adjoint(fwd, wrt, out, aux)
         # the value whose shape is checked at run time is an output like the others: the

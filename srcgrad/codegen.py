@@ -38,7 +38,7 @@ from .fresh import fresh_returns
 from .fusion import FUSED
 from .ir import (COND, FOR, NEWSTACK, POP, PUSH, PYTHON, SCALAR, WHILE, Eqn, Graph, Var,
                  checked, iter_vars)
-from .staging import MAKE_SLICE, PACK
+from .staging import INT_VALUED, MAKE_SLICE, PACK
 
 __all__ = ["FunctionCode", "ModuleCode", "JitOptions", "emit_module", "index_source",
            "loop_shape", "jit_dtype"]
@@ -700,10 +700,13 @@ class _BlockCtx:
         absorb = self._absorptions(eqns) if top and self.fc.free else {}
         moved = {i: j for j, (i, _) in absorb.items()}
         last_use, reads_of = self._last_uses(eqns, inlined, moved) if top else ({}, {})
+        # a loop body's accumulators: {add index: (name, scatter_add index or None)}
+        acc = getattr(self, "accumulators", {}).pop(id(eqns), {})
+        acc_moved = {j for _, j, _ in acc.values() if j is not None}
         start = len(lines)
         for i, e in enumerate(eqns):
             o = e.outs[0] if e.outs else None
-            if i in moved:
+            if i in moved or i in acc_moved:
                 continue  # written with the add that absorbs it
             if o is not None and o.id in inlined and i not in absorb:
                 if e.prim in (PACK, MAKE_SLICE) and _only_index_use(o, self.fc.eqns):
@@ -718,6 +721,8 @@ class _BlockCtx:
             if i in absorb:
                 self._scatter_add_into(e, eqns[absorb[i][0]], absorb[i][1], i, last_use, ind,
                                        lines)
+            elif i in acc:
+                self._accumulate(e, eqns, acc[i], ind, lines)
             elif e.prim in _STATEMENTS:
                 _STATEMENTS[e.prim](self, e, ind, lines)
             elif _compiled_body(em.mod) and _jit_scatter(e):
@@ -1108,6 +1113,8 @@ class _BlockCtx:
             lines.append(f"{inner}if not {em.src(cond.outs[0])}:")
             lines.append(f"{inner}    break")
         targets = list(zip(carry, names))
+        self.accumulators = getattr(self, "accumulators", {})
+        self.accumulators[id(body.eqns)] = self._accumulators(e, names)
         self._coalesce(body, targets)
         start = len(lines)
         self.emit(body.eqns, inner, lines, group=(e.loc, e.phase))
@@ -1116,6 +1123,73 @@ class _BlockCtx:
         self._copies(body, targets, inner, lines)
         if len(lines) == start:
             lines.append(f"{inner}pass")
+
+
+    def _accumulators(self, e, names) -> dict:
+        """A loop's carried sums, updated in place: {index in the body of `c + b` that
+        makes the next value of carry c: (c's name, index of the `scatter_add` that b is,
+        or None)}, written `c += b` or `c[idx] += g` (the adjoint of a loop that reads
+        `x[t]` would otherwise make an array of x's size at every step).
+
+        Where: c is read by that add alone (in the body and its test), has the result's
+        shape and a floating dtype that b keeps; its initial value is a fresh array this
+        function made at its top level and reads nowhere else (not an input, a module
+        array, a returned or kept value), so no one else sees the array change.
+
+        (Complexity about 25: the conditions, one after the other.)"""
+        from runtime.ops.shapes import is_basic_index
+
+        body = e.params["body"]
+        inits = e.ins[3:] if e.prim is FOR else e.ins
+        blocks = [body] + ([e.params["cond"]] if "cond" in e.params else [])
+        reads = _uses([q for b in blocks for q in b.eqns], [b.outs for b in blocks])
+        made = {o.id: j for j, q in enumerate(body.eqns) for o in q.outs}
+        out = {}
+        for c, n, init, name in zip(e.params["carry"], body.outs, inits, names):
+            j = made.get(n.id) if isinstance(n, Var) else None
+            if j is None or reads.get(c.id) != 1 or not self._owned_init(init):
+                continue
+            q = body.eqns[j]
+            if q.prim.inplace_op != "+" or not any(a is c for a in q.ins):
+                continue
+            b = q.ins[1] if q.ins[0] is c else q.ins[0]
+            if c.sclass != n.sclass or not self._keeps_dtype(c, b):
+                continue
+            k = made.get(b.id) if isinstance(b, Var) else None
+            s = body.eqns[k] if k is not None else None
+            if s is not None and s.prim.adds_at is not None and reads.get(b.id) == 1 and \
+                    s.outs[0].sclass == c.sclass and self._keeps_dtype(c, s.ins[0]) and \
+                    (isinstance(s.ins[s.prim.adds_at], Var) and
+                     s.ins[s.prim.adds_at].dclass == INT_VALUED or
+                     not isinstance(s.ins[s.prim.adds_at], Var) and
+                     is_basic_index(s.ins[s.prim.adds_at]) and
+                     not _valid_on_0d(s.ins[s.prim.adds_at])):
+                out[j] = (name, k, b)
+            elif isinstance(b, numbers.Real) or b.sclass == c.sclass:
+                out[j] = (name, None, b)
+        return out
+
+    def _owned_init(self, init) -> bool:
+        """A loop's initial value that it may update in place: a fresh array made at the
+        function's top level and read by the loop alone."""
+        if not isinstance(init, Var) or init.kind != "array":
+            return False
+        q = getattr(self, "made", {}).get(init.id)
+        vid = init.id
+        return q is not None and q.prim.fresh and not q.prim.custom and \
+            self.uses.get(vid) == 1 and vid not in self.inputs and vid not in self.returned \
+            and vid not in self.fc.keep and vid not in self.em.maybe_py and \
+            init.const_name is None and _inexact(init, self.em.floating)
+
+    def _accumulate(self, e, eqns, how, ind, lines):
+        name, k, b = how
+        self.namer.names[e.outs[0].id] = name
+        if k is None:
+            lines.append(ind + _norm(f"{name} += {self.em.src(b)}"))
+        else:
+            s = eqns[k]
+            g, idx = s.ins[0], s.ins[s.prim.adds_at]
+            lines.append(ind + _norm(f"{name}[{self.em.index_src(idx)}] += {self.em.src(g)}"))
 
 
 #: equations written as their own kind of statement: primitive -> _BlockCtx method

@@ -28,10 +28,11 @@ from runtime.ops.core import literal
 from .ir import COND, FOR, POP, PUSH, SCALAR, WHILE, Eqn, Graph, Var, checked, iter_vars
 from .staging import (Builder, dtype_class, known_out_shape, known_shape, number_spread,
                       staging)
+from .staging import known as staging_known
 
 FLOAT64 = dtype_class(numpy.float64)
 
-__all__ = ["optimize", "PASSES"]
+__all__ = ["optimize", "PASSES", "hoist_indexed_products"]
 
 PASSES = ("simplify", "fold", "cse", "dce")
 _KEEP = object()
@@ -584,3 +585,59 @@ def _move_name(old: Var, new, named: set, phase: str, producer: dict, protected:
         new.hint = old.hint
         named.add(new.id)
 
+
+
+# ---- before differentiation: products of a loop's step hoisted out of it --------------------
+
+def hoist_indexed_products(eqns: list, stacked: bool = True) -> list:
+    """`x[t] @ w` in the body of a loop whose counter t runs over every index of x's first
+    axis (0, 1, ..., len(x) - 1, in either order), with x and w from outside the loop, is
+    `(x @ w)[t]`: one matmul before the loop (batched by BLAS) instead of one per step.
+    Its adjoint follows: the per-step cotangents accumulate into one array at index t, and
+    w's cotangent is a single product after the loop instead of a sum of one per step.
+    Only where the shapes are known (a specialized variant's), so the product made before
+    the loop cannot fail where the loop would not have run. `stacked=False` keeps to a
+    matrix x (numba multiplies matrices, not stacks of them). Equations are rewritten in
+    place; returns the (new) list."""
+    out = []
+    for e in eqns:
+        for b in e.blocks():
+            b.eqns = hoist_indexed_products(b.eqns, stacked)
+        if e.prim is FOR:
+            out.extend(_hoisted_products(e, stacked))
+        out.append(e)
+    return out
+
+
+def _hoisted_products(e, stacked: bool) -> list:
+    start, stop, step = e.ins[:3]
+    index, body = e.params.get("index"), e.params["body"]
+    if index is None or not (_is_const(start, 0) and _is_const(step, 1)):
+        return []
+    inside = {o.id for q in body.eqns for o in iter_vars([q.outs])} | \
+        {c.id for c in e.params["carry"]} | {index.id}
+
+    def outer(v) -> bool:
+        return isinstance(v, Var) and v.kind == "array" and v.id not in inside and \
+            known_shape(v) is not None
+
+    items = {q.outs[0].id: q.ins[0] for q in body.eqns
+             if q.prim is ops.getitem and len(q.ins) == 2 and q.ins[1] is index and
+             outer(q.ins[0]) and (len(known_shape(q.ins[0])) >= 2 if stacked else
+                                  len(known_shape(q.ins[0])) == 2) and
+             _is_const(stop, known_shape(q.ins[0])[0])}
+    hoisted = []
+    for k, q in enumerate(body.eqns):
+        x = items.get(q.ins[0].id) if q.prim is ops.matmul and isinstance(q.ins[0], Var) \
+            else None
+        w = q.ins[1] if x is not None else None
+        if x is None or not outer(w):
+            continue
+        shape = known_out_shape(ops.matmul, [x, w], {})
+        if shape is None:
+            continue
+        product = Var(f"{q.outs[0].hint}_all", "array", staging_known(shape),
+                      q.outs[0].dclass)
+        hoisted.append(Eqn(ops.matmul, [x, w], [product], {}, q.loc, q.phase))
+        body.eqns[k] = Eqn(ops.getitem, [product, index], list(q.outs), {}, q.loc, q.phase)
+    return hoisted

@@ -97,6 +97,10 @@ def _matmul_grad_b(g, a, b):
         if _nd(a) == 2:  # a matrix-vector product: its transpose times g (one gemv)
             return xp.matmul(a.T, g)
         r = xp.matmul(xp.swapaxes(a, -1, -2), g[..., None])[..., 0]
+    elif _nd(b) == 2 and _nd(a) > 2 and g.shape[:-1] == a.shape[:-1]:
+        # a stack of matrices times one matrix: the sum over the stack of a_i^T g_i is
+        # one product of the stack's rows (one gemm, not one per matrix and a sum)
+        return xp.matmul(a.reshape(-1, a.shape[-1]).T, g.reshape(-1, g.shape[-1]))
     else:
         r = xp.matmul(xp.swapaxes(a, -1, -2), g)
     return sum_to_impl(r, b.shape)

@@ -109,3 +109,27 @@ def broadcast_carry(x, y):
     for _ in range(3):
         h = np.tanh(h + y)
     return np.sum(h)
+
+
+def partial_rnn(Wx, Wh, b, X, h0):
+    """The loop skips the first step: no product of all of X is made for it."""
+    h = h0
+    for t in range(1, X.shape[0]):
+        h = np.tanh(X[t] @ Wx + h @ Wh + b)
+    return np.sum(h * h)
+
+
+def vector_sequence(W, xs):
+    """A sequence of vectors (rows of xs), one matrix-vector product per step."""
+    s = 0.0
+    for t in range(xs.shape[0]):
+        s = s + np.sum(np.tanh(xs[t] @ W))
+    return s
+
+
+def leaky(w, X, h0):
+    """Each step reads X[t] (no product to take out of the loop)."""
+    h = h0
+    for t in range(X.shape[0]):
+        h = np.tanh(h * w + X[t])
+    return np.sum(h * h)

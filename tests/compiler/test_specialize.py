@@ -283,3 +283,51 @@ def test_loop_carries_that_change_shape_or_dtype(fn, args):
     # (of the same function in float64: differences of float32 values are noise)
     fd = finite_differences(fn, (np.asarray(args[0], np.float64),) + tuple(args[1:]), 0)
     np.testing.assert_allclose(got, fd, rtol=1e-3, atol=1e-4)
+
+
+def test_a_loop_adds_into_its_sums_in_place():
+    """The adjoint of a loop that reads x[t] adds each step's cotangent into the sum it
+    carries for x at index t, and each step's weight cotangent into the weight's, in place:
+    no array of x's size per step. The function's results are its own arrays."""
+    rng = np.random.default_rng(4)
+    args = (rng.normal(size=3), rng.normal(size=(7, 2, 3)), np.zeros((2, 3)))
+    g = fresh(U.leaky, wrt=(0, 1))
+    src = g.specialized_source(*args)
+    body = src.split("reversed(range(7)):")[1].split("return")[0]
+    assert "scatter_add(" not in body and "[t_1] += " in body and "dw_2 += " in body
+    want = srcgrad.grad(U.leaky, wrt=(0, 1), specialize=False)(*args)
+    kept = [a.copy() for a in args]
+    got = g(*args)
+    for k, (a, b) in enumerate(zip(got, want)):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(a, finite_differences(U.leaky, args, k), rtol=1e-5,
+                                   atol=1e-7)
+    for a, b in zip(args, kept):  # no argument was updated
+        np.testing.assert_array_equal(a, b)
+    again = g(*args)
+    assert not any(np.shares_memory(a, b) for a in got for b in again)
+
+
+@pytest.mark.parametrize("fn,wrt,args,hoisted", [
+    (U.rnn, (0, 1, 3), U.rnn_inputs(T=5), "X @ Wx"),
+    (U.partial_rnn, (0, 1, 3), U.rnn_inputs(T=5), None),
+    (U.vector_sequence, (0, 1), (np.linspace(-1, 1, 12).reshape(3, 4),
+                                 np.linspace(0.5, -0.5, 15).reshape(5, 3)), "xs @ W"),
+], ids=["rnn", "partial", "vectors"])
+def test_products_of_each_step_are_one_product_before_the_loop(fn, wrt, args, hoisted):
+    """x[t] @ w in a loop over every t is (x @ w)[t], made once before the loop; its
+    adjoint is one product after the loop. Not where the loop skips some of x."""
+    g = fresh(fn, wrt=wrt)
+    src = g.specialized_source(*args)
+    code = [ln.split("#")[0].strip() for ln in src.split("return general")[1].splitlines()]
+    loop = next(k for k, ln in enumerate(code) if ln.startswith("for "))
+    if hoisted is None:
+        assert not any("@" in ln for ln in code[:loop])
+    else:
+        assert any(ln.endswith(f"= {hoisted}") for ln in code[:loop])
+    want = srcgrad.grad(fn, wrt=wrt, specialize=False)(*args)
+    got = g(*args)
+    for k, (a, b) in enumerate(zip(got, want)):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-13)
+        np.testing.assert_allclose(a, finite_differences(fn, args, wrt[k]), rtol=1e-5,
+                                   atol=1e-7)
