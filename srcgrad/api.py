@@ -550,6 +550,9 @@ class CompiledFunction:
                 if meta["compiled"] is not None:
                     outs = [(tuple(shape), np.dtype(dt)) for shape, dt in meta.get("outs", ())]
                     _jit.compile_now(ns[meta["compiled"]], tuple(sig) + tuple(outs))
+                    # (no compiling inside a call: arrays in another memory layout get a
+                    # TypeError, which the entry answers with the numpy code)
+                    ns[meta["compiled"]].disable_compile()
                 for name, params in meta.get("loops", {}).items():
                     _jit.compile_now(ns[name], [((0,) * nd, np.dtype(dt)) for nd, dt in params])
         except Exception as err:  # noqa: BLE001 (the numpy code runs)

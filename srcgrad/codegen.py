@@ -473,10 +473,15 @@ def _spec_guard(fc, namer, mod: _Module) -> list:
             parts.append(f"{x} is None" if what is type(None) else
                          f"{mod.g('type')}({x}) is {mod.g(what.__name__)}")
     cond = "\n        and ".join(parts)
-    args = ", ".join([f"{n}={n}" if kw else n for n, kw in fc.spec_call] +
-                     [namer.names[v.id] for v in fc.extra])
+    args = _spec_args(fc, namer)
     return [f"if not ({cond}):",
             f"    return {mod.general()}({args})  # the shape-polymorphic code"]
+
+
+def _spec_args(fc, namer) -> str:
+    """The call of the shape-polymorphic function with a specialized variant's arguments."""
+    return ", ".join([f"{n}={n}" if kw else n for n, kw in fc.spec_call] +
+                     [namer.names[v.id] for v in fc.extra])
 
 
 def _module_arrays(fc: FunctionCode) -> list:
@@ -1281,7 +1286,9 @@ class JitOptions:
         self.parallel_min = parallel_min
         # large arrays: only the loops are compiled, the function around them stays
         # Python and numpy allocates every array (numba's allocator takes fresh pages
-        # for each large array, a page fault per 4 KiB; numpy's asks for huge pages)
+        # for each large array, a page fault per 4 KiB; numpy's asks for huge pages), the
+        # loops' private values in scratch arrays reused across calls (`scratch_values`).
+        # The build sets it where the variant makes large arrays (jit.large_form).
         self.python_body = python_body
 
     def decorator(self, mod: _Module, parallel: bool = False) -> str:
@@ -1412,8 +1419,14 @@ def _emit_jit_entry(fc, namer, mod: _Module, inputs, lines):
     inner = _Namer(mod.local_reserved)
     mod.namers.append(inner)
     results = _out_results(fc)
+    # (numba compiled it for C-ordered arrays: other layouts run the numpy code)
+    other_layout = [f"    except {mod.g('TypeError')}:  # arrays in another memory layout",
+                    f"        return {mod.general()}({_spec_args(fc, namer)})"]
     if results is None:
-        lines.append(f"    return {fc.compiled_name}({', '.join(names)})  # compiled by numba")
+        lines.append("    try:")
+        lines.append(f"        return {fc.compiled_name}({', '.join(names)})  "
+                     "# compiled by numba")
+        lines.extend(other_layout)
     else:
         # numpy allocates the results and the compiled function writes them: numba would
         # box each array it returns (a few hundred ns apiece)
@@ -1422,8 +1435,10 @@ def _emit_jit_entry(fc, namer, mod: _Module, inputs, lines):
         for v in results:
             lines.append(f"    {outer[v.id]} = {np_}.empty({loop_shape(v)!r}, "
                          f"{np_}.{jit_dtype(v)})")
-        lines.append(f"    {fc.compiled_name}({', '.join(names + list(outer.values()))})  "
+        lines.append("    try:")
+        lines.append(f"        {fc.compiled_name}({', '.join(names + list(outer.values()))})  "
                      "# compiled by numba: it writes the results")
+        lines.extend(other_layout)
         lines.append(f"    return {_render_named(fc.returns, outer)}")
         fc.out_params = [(v, inner.fresh("out_" + v.hint, True)) for v in results]
         mod.out_types = [(list(loop_shape(v)), jit_dtype(v)) for v in results]

@@ -5,10 +5,13 @@ A numba module is a specialized variant (srcgrad.specialize) written for numba
 (`codegen.emit_module(jit=...)`): its entry is a Python function that holds the guard and
 calls the compiled function; every run of elementwise work is a function of explicit loops
 over the run's known shape (`codegen._emit_loops`), one pass over memory, in parallel
-threads above `JitOptions.parallel_min` elements. With large arrays
-(`JitOptions.python_body`) only the loops are compiled: the function around them is the
-numpy variant, numpy allocates the loops' outputs, and ops that are a call per element are
-left to numpy's ufuncs while their arrays fit in cache (`accept`). What numba cannot
+threads above `JitOptions.parallel_min` elements; the entry allocates the results and the
+compiled function writes them (numba boxes each array it returns). A variant that makes
+large arrays (`large_form`) gets the large-array form (`JitOptions.python_body`): only the
+loops are compiled, the function around them is the numpy variant, numpy allocates the
+loops' outputs (the values nothing sees after the call in scratch arrays the module
+reuses: `codegen.scratch_values`), and ops that are a call per element are left to
+numpy's ufuncs while their arrays fit in cache (`accept`). What numba cannot
 compile is found when the variant is made (`compile_now` compiles it for the call's
 argument types at once), and that call, and later ones, run the numpy code, with a
 warning that names the line (`failure`).

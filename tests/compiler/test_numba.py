@@ -212,6 +212,21 @@ def test_source_shows_what_numba_compiles():
     assert "@njit" in g.source and "for i in range(30):" in g.source
 
 
+def test_arrays_in_another_memory_layout_run_numpy_quietly():
+    """numba compiled the variant for C-ordered arrays: the same shapes in Fortran order or
+    strided run the numpy code (no compiling, no warning inside the call)."""
+    args = U.mlp_inputs(8)
+    g = numba_grad(U.mlp_loss, wrt=(0, 1, 2, 3))
+    compiled_without_warning(g, *args)
+    other = tuple(np.asfortranarray(a) if a.ndim == 2 else np.repeat(a, 2)[::2]
+                  for a in args)
+    assert not any(a.flags.c_contiguous for a in other)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = g(*other)
+    assert_same(got, srcgrad.grad(U.mlp_loss, wrt=(0, 1, 2, 3), specialize=False)(*args))
+
+
 def test_a_new_signature_gets_its_own_compiled_variant_and_others_run_numpy():
     g = numba_grad(U.rosenbrock)
     for n in (6, 7, 8, 9, 10, 11):
