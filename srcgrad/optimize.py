@@ -589,6 +589,12 @@ def _move_name(old: Var, new, named: set, phase: str, producer: dict, protected:
 
 # ---- before differentiation: products of a loop's step hoisted out of it --------------------
 
+#: the most elements of a product taken out of a loop: beyond, the per-step products are
+#: as fast (BLAS is busy either way) and the product of every step, and its cotangent, are
+#: memory the loop did not need
+HOIST_MAX = 1 << 16
+
+
 def hoist_indexed_products(eqns: list, stacked: bool = True) -> list:
     """`x[t] @ w` in the body of a loop whose counter t runs over every index of x's first
     axis (0, 1, ..., len(x) - 1, in either order), with x and w from outside the loop, is
@@ -596,7 +602,8 @@ def hoist_indexed_products(eqns: list, stacked: bool = True) -> list:
     Its adjoint follows: the per-step cotangents accumulate into one array at index t, and
     w's cotangent is a single product after the loop instead of a sum of one per step.
     Only where the shapes are known (a specialized variant's), so the product made before
-    the loop cannot fail where the loop would not have run. `stacked=False` keeps to a
+    the loop cannot fail where the loop would not have run, and for products of at most
+    `HOIST_MAX` elements, where a call per step is what costs. `stacked=False` keeps to a
     matrix x (numba multiplies matrices, not stacks of them). Equations are rewritten in
     place; returns the (new) list."""
     out = []
@@ -634,7 +641,7 @@ def _hoisted_products(e, stacked: bool) -> list:
         if x is None or not outer(w):
             continue
         shape = known_out_shape(ops.matmul, [x, w], {})
-        if shape is None:
+        if shape is None or int(numpy.prod(shape)) > HOIST_MAX:
             continue
         product = Var(f"{q.outs[0].hint}_all", "array", staging_known(shape),
                       q.outs[0].dclass)
