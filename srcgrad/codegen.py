@@ -371,23 +371,30 @@ def _uses(eqns, returns, count=None):
     return count
 
 
+def _render_structure(obj, leaf) -> str:
+    """A structure of results (tuples, lists, dicts) as code, each leaf as `leaf` writes
+    it."""
+    if isinstance(obj, tuple):
+        inner = ", ".join(_render_structure(o, leaf) for o in obj)
+        return f"({inner},)" if len(obj) == 1 else f"({inner})"
+    if isinstance(obj, list):
+        return "[" + ", ".join(_render_structure(o, leaf) for o in obj) + "]"
+    if isinstance(obj, dict):
+        return "{" + ", ".join(f"{literal(k)}: {_render_structure(v, leaf)}"
+                               for k, v in obj.items()) + "}"
+    return leaf(obj)
 
 
 def _render_return(em: _Emitter, obj) -> str:
-    if isinstance(obj, tuple):
-        inner = ", ".join(_render_return(em, o) for o in obj)
-        return f"({inner},)" if len(obj) == 1 else f"({inner})"
-    if isinstance(obj, list):
-        return "[" + ", ".join(_render_return(em, o) for o in obj) + "]"
-    if isinstance(obj, dict):
-        return "{" + ", ".join(f"{literal(k)}: {_render_return(em, v)}"
-                               for k, v in obj.items()) + "}"
-    if isinstance(obj, FunctionCode):  # a closure this function returns
-        return obj.local_name
-    if _compiled_body(em.mod) and isinstance(obj, Var) and obj.kind == "array" and \
-            loop_shape(obj) == ():  # (numba returns a 0-d result as a Python float)
-        return f"{em.mod.g('np')}.asarray({em.src(obj)})"
-    return em.src(obj)
+    def leaf(v):
+        if isinstance(v, FunctionCode):  # a closure this function returns
+            return v.local_name
+        if _compiled_body(em.mod) and isinstance(v, Var) and v.kind == "array" and \
+                loop_shape(v) == ():  # (numba returns a 0-d result as a Python float)
+            return f"{em.mod.g('np')}.asarray({em.src(v)})"
+        return em.src(v)
+
+    return _render_structure(obj, leaf)
 
 
 def _emit_function(fc: FunctionCode, namer: _Namer, em: _Emitter, inputs, indent: str,
@@ -1439,7 +1446,7 @@ def _emit_jit_entry(fc, namer, mod: _Module, inputs, lines):
         lines.append(f"        {fc.compiled_name}({', '.join(names + list(outer.values()))})  "
                      "# compiled by numba: it writes the results")
         lines.extend(other_layout)
-        lines.append(f"    return {_render_named(fc.returns, outer)}")
+        lines.append(f"    return {_render_structure(fc.returns, lambda v: outer[v.id])}")
         fc.out_params = [(v, inner.fresh("out_" + v.hint, True)) for v in results]
         mod.out_types = [(list(loop_shape(v)), jit_dtype(v)) for v in results]
     lines += ["", ""]
@@ -1474,19 +1481,6 @@ def _out_results(fc) -> "list | None":
         return False
 
     return found if walk(fc.returns) and found else None
-
-
-def _render_named(obj, names: dict) -> str:
-    """A structure of results written with the names of its Vars (`names`: id -> name)."""
-    if isinstance(obj, tuple):
-        inner = ", ".join(_render_named(o, names) for o in obj)
-        return f"({inner},)" if len(obj) == 1 else f"({inner})"
-    if isinstance(obj, list):
-        return "[" + ", ".join(_render_named(o, names) for o in obj) + "]"
-    if isinstance(obj, dict):
-        return "{" + ", ".join(f"{literal(k)}: {_render_named(v, names)}"
-                               for k, v in obj.items()) + "}"
-    return names[obj.id]
 
 
 def _emit_loops(mod: _Module, body: list):
