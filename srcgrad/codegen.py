@@ -1143,7 +1143,8 @@ class _BlockCtx:
         or None)}, written `c += b` or `c[idx] += g` (the adjoint of a loop that reads
         `x[t]` would otherwise make an array of x's size at every step).
 
-        Where: c is read by that add alone (in the body and its test), has the result's
+        Where: the loop is a statement of the function's top level (it runs once per
+        call); c is read by that add alone (in the body and its test), has the result's
         shape and a floating dtype that b keeps; its initial value is a fresh array this
         function made at its top level and reads nowhere else (not an input, a module
         array, a returned or kept value), so no one else sees the array change.
@@ -1151,6 +1152,8 @@ class _BlockCtx:
         (Complexity about 25: the conditions, one after the other.)"""
         from runtime.ops.shapes import is_basic_index
 
+        if not any(q is e for q in self.fc.eqns):
+            return {}  # (a loop inside another runs again: its sums must start afresh)
         body = e.params["body"]
         inits = e.ins[3:] if e.prim is FOR else e.ins
         blocks = [body] + ([e.params["cond"]] if "cond" in e.params else [])

@@ -133,3 +133,16 @@ def leaky(w, X, h0):
     for t in range(X.shape[0]):
         h = np.tanh(h * w + X[t])
     return np.sum(h * h)
+
+
+def nested_sums(w, X):
+    """An inner loop that sums into an array made once, before the outer loop: each run of
+    the inner loop starts from that array afresh."""
+    start = np.zeros_like(X[0])
+    total = 0.0
+    for k in range(3):
+        acc = start
+        for t in range(X.shape[0]):
+            acc = acc + X[t]
+        total = total + np.sum(np.tanh(acc * w * (k + 1.0)))
+    return total

@@ -308,6 +308,21 @@ def test_a_loop_adds_into_its_sums_in_place():
     assert not any(np.shares_memory(a, b) for a in got for b in again)
 
 
+def test_sums_of_a_loop_inside_a_loop_start_afresh():
+    """An inner loop runs once per outer step: its carried sums are not updated in place
+    in an array made once (each run must start from zeros)."""
+    rng = np.random.default_rng(5)
+    args = (rng.normal(size=3), rng.normal(size=(4, 2, 3)))
+    g = fresh(U.nested_sums, wrt=(0, 1))
+    g.specialized_source(*args)
+    want = srcgrad.grad(U.nested_sums, wrt=(0, 1), specialize=False)(*args)
+    got = g(*args)
+    for k, (a, b) in enumerate(zip(got, want)):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(a, finite_differences(U.nested_sums, args, k), rtol=1e-5,
+                                   atol=1e-7)
+
+
 @pytest.mark.parametrize("fn,wrt,args,hoisted", [
     (U.rnn, (0, 1, 3), U.rnn_inputs(T=5), "X @ Wx"),
     (U.partial_rnn, (0, 1, 3), U.rnn_inputs(T=5), None),
