@@ -1144,7 +1144,9 @@ class _BlockCtx:
         `x[t]` would otherwise make an array of x's size at every step).
 
         Where: the loop is a statement of the function's top level (it runs once per
-        call); c is read by that add alone (in the body and its test), has the result's
+        call); the sum is read in the body only by ops that make new arrays (not saved on
+        a stack for the reverse pass, not viewed: the next step changes it); c is read by
+        that add alone (in the body and its test), has the result's
         shape and a floating dtype that b keeps; its initial value is a fresh array this
         function made at its top level and reads nowhere else (not an input, a module
         array, a returned or kept value), so no one else sees the array change.
@@ -1162,7 +1164,8 @@ class _BlockCtx:
         out = {}
         for c, n, init, name in zip(e.params["carry"], body.outs, inits, names):
             j = made.get(n.id) if isinstance(n, Var) else None
-            if j is None or reads.get(c.id) != 1 or not self._owned_init(init):
+            if j is None or reads.get(c.id) != 1 or not self._owned_init(init) or \
+                    not _read_fresh(n, blocks):
                 continue
             q = body.eqns[j]
             if q.prim.inplace_op != "+" or not any(a is c for a in q.ins):
@@ -1331,8 +1334,11 @@ def scratch_values(fc) -> list:
     kept = {v.id for v in iter_vars(fc.returns)} | set(fc.keep)
     last = {}  # value id -> the last top-level statement that reads it (nested reads too)
     for i, e in enumerate(fc.eqns):
+        # (a scatter_add may be written later, where an add absorbs it: what it reads
+        # keeps its slot to the end)
+        at = len(fc.eqns) if e.prim.adds_at is not None else i
         for v in _reads(e):
-            last[v] = i
+            last[v] = at
     slots: list = []  # [(shape, dtype), the value in it]
     out = []
     for i, e in enumerate(fc.eqns):
@@ -1464,6 +1470,25 @@ def _emit_jit_entry(fc, namer, mod: _Module, inputs, lines):
     finally:
         fc.spec, fc.as_float = spec, as_float
         fc.out_params = None
+
+
+def _read_fresh(v, blocks) -> bool:
+    """`v` is read in these blocks (and the blocks nested in them) only by equations that
+    make new arrays from it, and is each block's result once at most (as the carry it
+    becomes)."""
+    def walk(eqns) -> bool:
+        for q in eqns:
+            if any(a is v for a in q.var_ins()) and (not q.prim.fresh or q.prim.custom):
+                return False
+            if q.prim is FUSED:
+                continue
+            for b in q.blocks():
+                if not walk(b.eqns) or any(o is v for o in iter_vars(b.outs)):
+                    return False
+        return True
+
+    return all(walk(b.eqns) for b in blocks) and \
+        all(sum(o is v for o in iter_vars(b.outs)) <= 1 for b in blocks)
 
 
 def _out_results(fc) -> "list | None":

@@ -597,8 +597,8 @@ HOIST_MAX = 1 << 16
 
 def hoist_indexed_products(eqns: list, stacked: bool = True) -> list:
     """`x[t] @ w` in the body of a loop whose counter t runs over every index of x's first
-    axis (0, 1, ..., len(x) - 1, in either order), with x and w from outside the loop, is
-    `(x @ w)[t]`: one matmul before the loop (batched by BLAS) instead of one per step.
+    axis (0, 1, ..., len(x) - 1, in either order), with x and w from outside the loop and
+    w a vector or a matrix, is `(x @ w)[t]`: one matmul before the loop (batched by BLAS) instead of one per step.
     Its adjoint follows: the per-step cotangents accumulate into one array at index t, and
     w's cotangent is a single product after the loop instead of a sum of one per step.
     Only where the shapes are known (a specialized variant's), so the product made before
@@ -638,8 +638,8 @@ def _hoisted_products(e, stacked: bool) -> list:
         x = items.get(q.ins[0].id) if q.prim is ops.matmul and isinstance(q.ins[0], Var) \
             else None
         w = q.ins[1] if x is not None else None
-        if x is None or not outer(w):
-            continue
+        if x is None or not outer(w) or len(known_shape(w)) > 2:
+            continue  # ((x @ w)[t] is x @ w[t] for a stack of matrices w)
         shape = known_out_shape(ops.matmul, [x, w], {})
         if shape is None or int(numpy.prod(shape)) > HOIST_MAX:
             continue

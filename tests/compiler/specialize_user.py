@@ -146,3 +146,32 @@ def nested_sums(w, X):
             acc = acc + X[t]
         total = total + np.sum(np.tanh(acc * w * (k + 1.0)))
     return total
+
+
+def heads(x, W):
+    """x[t] @ W with W a stack of matrices (one per head): (x @ W)[t] is not x[t] @ W."""
+    s = 0.0
+    for t in range(x.shape[0]):
+        y = x[t] @ W
+        s = s + np.sum(np.tanh(y[0]))
+    return s
+
+
+def phase(w, x):
+    """A carried sum that each step also reads (the reverse pass saves it)."""
+    ph = np.zeros(x.shape)
+    s = 0.0
+    for t in range(6):
+        ph = ph + 0.25
+        s = s + np.sum(np.sin(ph * x) * w)
+    return s
+
+
+def drift(v, x):
+    """The same with an array term."""
+    pos = np.zeros(x.shape) + 0.0 * x[0]
+    s = 0.0
+    for t in range(5):
+        pos = pos + v
+        s = s + np.sum(np.cos(pos * x))
+    return s

@@ -323,6 +323,24 @@ def test_sums_of_a_loop_inside_a_loop_start_afresh():
                                    atol=1e-7)
 
 
+@pytest.mark.parametrize("fn,args", [
+    (U.phase, (np.ones(2), np.linspace(0.5, 1.5, 2))),
+    (U.drift, (np.linspace(-0.3, 0.4, 3), np.linspace(0.5, 1.5, 3))),
+    (U.heads, (np.linspace(-1, 1, 12).reshape(3, 4), np.linspace(-0.5, 0.5, 60).reshape(3, 4, 5))),
+    (U.heads, (np.linspace(-1, 1, 12).reshape(3, 4), np.linspace(-0.5, 0.5, 40).reshape(2, 4, 5))),
+], ids=["sum_saved", "sum_saved_array_term", "stacked_w", "stacked_w_other_length"])
+def test_loop_rewrites_that_must_not_apply(fn, args):
+    """A carried sum that the step also reads (and the reverse pass saves) is not updated
+    in place; x[t] @ W with W a stack of matrices is not (x @ W)[t]."""
+    for k in range(2):
+        g = fresh(fn, wrt=k)
+        g.specialized_source(*args)
+        want = srcgrad.grad(fn, wrt=k, specialize=False)(*args)
+        got = g(*args)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13)
+        np.testing.assert_allclose(got, finite_differences(fn, args, k), rtol=1e-5, atol=1e-7)
+
+
 @pytest.mark.parametrize("fn,wrt,args,hoisted", [
     (U.rnn, (0, 1, 3), U.rnn_inputs(T=5), "X @ Wx"),
     (U.partial_rnn, (0, 1, 3), U.rnn_inputs(T=5), None),
