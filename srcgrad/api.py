@@ -923,8 +923,19 @@ def check_sound(eqns, outputs, wrt):
 
 def _check_output(out, src, kind):
     """Refuse outputs that are not real numbers: a tuple (without has_aux), a boolean, a
-    string, None. (A non-scalar array is refused at run time by check_scalar.)"""
+    string, None. (A non-scalar array is refused at run time by check_scalar.) vjp and jvp
+    (and jacobian, built on them) take an array output, not a tuple, list or dict of them:
+    their cotangent or tangent is one array."""
     if kind in ("jvp", "vjp"):
+        if isinstance(out, (tuple, list, dict)):
+            node = _return_node(src)
+            what = {tuple: "a tuple", list: "a list", dict: "a dict"}[type(out)]
+            raise OutputTypeError(
+                f"srcgrad.{kind} (and jacobian) of a function that returns {what} is not "
+                "supported: return one array (np.concatenate or np.stack the parts), or "
+                "transform a function per part", src.filename,
+                getattr(node, "lineno", src.firstlineno), getattr(node, "col_offset", 0),
+                src.line(getattr(node, "lineno", src.firstlineno)))
         return
     bad = None
     if isinstance(out, Var):

@@ -887,3 +887,17 @@ def test_stop_gradient_on_the_tape_is_detach():
     assert not s.requires_grad and not d.requires_grad
     assert s.is_leaf and s.grad_fn is None
     np.testing.assert_array_equal(s.data, d.data)
+
+
+def test_vjp_jvp_and_jacobian_refuse_a_tuple_output():
+    """Their cotangent or tangent is one array: a function that returns a tuple is refused
+    at its return line (it used to give zero derivatives without a word)."""
+    import specialize_user as U
+
+    x = np.linspace(-1.0, 1.0, 4)
+    for call in (lambda: srcgrad.vjp(U.two_outputs, x),
+                 lambda: srcgrad.jvp(U.two_outputs, (x,), (np.ones(4),)),
+                 lambda: srcgrad.jacobian(U.two_outputs)(x)):
+        with pytest.raises(TypeError, match=r"returns a tuple is not supported"
+                                            r"(.|\n)*specialize_user\.py"):
+            call()
