@@ -672,13 +672,6 @@ def _floating_loop(e, floating):
     floating.update(o.id for c, o in zip(carry, e.outs) if c.id in assumed)
 
 
-def _reads(eqns) -> set:
-    out = set()
-    for e in eqns:
-        out.update(v.id for v in e.var_ins())
-    return out
-
-
 class _BlockCtx:
     def __init__(self, fc, namer, em, uses, returned, inputs):
         self.fc, self.namer, self.em = fc, namer, em
@@ -1337,7 +1330,7 @@ def scratch_values(fc) -> list:
         # (a scatter_add may be written later, where an add absorbs it: what it reads
         # keeps its slot to the end)
         at = len(fc.eqns) if e.prim.adds_at is not None else i
-        for v in _reads(e):
+        for v in _reads_deep(e):
             last[v] = at
     slots: list = []  # [(shape, dtype), the value in it]
     out = []
@@ -1362,13 +1355,13 @@ def scratch_values(fc) -> list:
     return out, [kind for kind, _ in slots]
 
 
-def _reads(e) -> set:
+def _reads_deep(e) -> set:
     """Ids of the values equation `e` reads, in its nested blocks too."""
     found = {v.id for v in e.var_ins()}
     if e.prim is not FUSED:
         for b in e.blocks():
             for q in b.eqns:
-                found |= _reads(q)
+                found |= _reads_deep(q)
             found |= {v.id for v in iter_vars(b.outs)}
     return found
 
