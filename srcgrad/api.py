@@ -288,6 +288,11 @@ class CompiledFunction:
             opt.eqns = fuse_graph(opt.eqns, opt.outputs, accept=one_shape if jit is None else
                                   functools.partial(accept, python_body=jit.python_body))
             checked(opt, "fusion")
+        elif spec is not None:  # (shapes known: elementwise work on large arrays in blocks)
+            from .fusion import block_regions
+
+            opt.eqns = block_regions(opt.eqns, opt.outputs)
+            checked(opt, "blocking")
         returns = opt.outputs[0]
         check = _scalar_check(opt.outputs[1]) if check is not None else None
         fname = f"{self.kind}_{_ident(self.fun.__name__)}" + ("_same_shapes" if same else "")
@@ -490,6 +495,10 @@ class CompiledFunction:
         large = self.jit_loops_only  # (else decided by the arrays the variant makes)
         if jit:
             opts.update(backend="numba", large=(_jit.LARGE, _jit.VECTOR_CALLS))
+        else:
+            from . import fusion as _fusion
+
+            opts.update(blocks=(_fusion.BLOCKED_MIN, _fusion.BLOCK))
         key = None
         if self.use_disk_cache and _cache.cache_dir() is not None:
             key = _cache.cache_key(self.fun, opts)

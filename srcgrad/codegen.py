@@ -25,6 +25,7 @@ import collections
 import builtins
 import keyword
 import numbers
+import os
 import re
 
 import numpy
@@ -35,8 +36,8 @@ from runtime.ops import shapes as _shapes
 from runtime.ops.lists import LIST_APPEND, LIST_GET
 
 from .fresh import fresh_returns
-from .fusion import FUSED
-from .ir import (COND, FOR, NEWSTACK, POP, PUSH, PYTHON, SCALAR, WHILE, Eqn, Graph, Var,
+from .fusion import FUSED, jit_dtype, loop_shape
+from .ir import (COND, FOR, NEWSTACK, POP, PUSH, PYTHON, WHILE, Eqn, Graph, Var,
                  checked, iter_vars)
 from .staging import INT_VALUED, MAKE_SLICE, PACK
 
@@ -211,6 +212,7 @@ class _Module:
         self.helpers: set[str] = set()
         self.scopes: dict = {}  # Scope.key -> (module-level name, Scope)
         self.regions: list = []  # (fused equation, its arguments' names at the call)
+        self.region_outs: dict = {}  # id(blocked region) -> its results' names at the call
         self.region_names: dict[str, str] = {}
         self.namers: list[_Namer] = []  # of every function: the locals they chose
         self.local_reserved = self.names.used  # no local may shadow any of these
@@ -804,6 +806,9 @@ class _BlockCtx:
 
     def fused(self, e, ind, lines):
         em = self.em
+        if e.params.get("rows") is not None:
+            self._blocked(e, ind, lines)
+            return
         names = ", ".join(self.name(v) for v in e.outs)
         args = ", ".join(em.src(a) for a in e.ins)
         jit = em.mod.jit
@@ -815,6 +820,38 @@ class _BlockCtx:
                 for o in e.outs])
         lines.append(f"{ind}{names} = {em.mod.region_name(e)}({args})")
         em.mod.regions.append((e, [em.src(a) for a in e.ins]))
+
+    def _blocked(self, e, ind, lines):
+        """A blocked region (fusion.block_regions): its results allocated whole, then its
+        function called on each block of rows, the inputs of the region's shape cut into
+        the block's rows (the others read whole). A result named like an input (a loop's
+        carried value) is made under a name of its own and renamed after the loop: every
+        block must still read the input."""
+        em = self.em
+        np_ = em.mod.g("np")
+        shape, rows = loop_shape(e.outs[0]), e.params["rows"]
+        ins = [em.src(a) for a in e.ins]
+        outs = [self.name(v) for v in e.outs]
+        made = [self.namer.fresh(v.hint, False) if o in ins else o
+                for o, v in zip(outs, e.outs)]
+        for name, v in zip(made, e.outs):
+            lines.append(f"{ind}{name} = {np_}.empty({shape!r}, {np_}.{jit_dtype(v)})")
+        at = self.namer.fresh("at", True)
+        block = self.namer.fresh("block", True)
+        args = ", ".join(n + f"[{block}]" * (loop_shape(a) == shape) for a, n in zip(e.ins, ins))
+        what = "elements" if len(shape) == 1 else "rows" if rows > 1 else "row"
+        lines.append(f"{ind}for {at} in range(0, {shape[0]}, {rows}):  "
+                     f"# {rows} {what} at a time")
+        lines.append(f"{ind}    {block} = slice({at}, {at} + {rows})")
+        lines.append(f"{ind}    {', '.join(f'{o}[{block}]' for o in made)} = "
+                     f"{em.mod.region_name(e)}({args})")
+        renamed = [(o, m) for o, m in zip(outs, made) if o != m]
+        if renamed:
+            lines.append(f"{ind}{', '.join(o for o, _ in renamed)} = "
+                         f"{', '.join(m for _, m in renamed)}")
+            lines.append(f"{ind}del {', '.join(m for _, m in renamed)}")
+        em.mod.regions.append((e, ins))
+        em.mod.region_outs[id(e)] = outs
 
     def list_append(self, e, ind, lines):
         lst, o = e.ins[0], e.outs[0]
@@ -1245,16 +1282,35 @@ def _emit_regions(mod: _Module, body: list):
         # name (an output may take over an input's name at the call site)
         sub = _Namer(mod.local_reserved | set(params))
         sub.names = {v.id: p for v, p in zip(e.ins, params)}
+        blocked = e.params.get("rows") is not None
+        if blocked:  # (a result keeps its name at the call, where it is free here)
+            for v, n in zip(e.outs, mod.region_outs[id(e)]):
+                if n not in sub.used:
+                    sub.names[v.id] = n
+                    sub.used.add(n)
         mod.namers.append(sub)
         ret = e.outs[0] if len(e.outs) == 1 else tuple(e.outs)
-        fc = FunctionCode(name, ", ".join(params), region.eqns, ret, set(),
-                          free_after_forward=False)
+        # (a blocked region's function frees each temporary after its last use and updates
+        # its own arrays in place, so that its working set stays small)
+        # (and its values take their plain names where free: nothing else is in scope)
+        fc = FunctionCode(name, ", ".join(params), region.eqns, ret,
+                          {o.id for q in region.eqns for o in q.outs} if blocked else set(),
+                          free_after_forward=blocked)
+        if blocked:  # (its inputs are arrays, floating where their dtype says so)
+            fc.floats = {v.id for v in e.ins
+                         if loop_shape(v) and (jit_dtype(v) or "").startswith("float")}
         fc.prefer = {}
         body += ["", ""]
         where = f"   ({e.loc.short()})" if e.loc is not None else ""
-        fc.docstring = f"Fused elementwise region{where}: the numpy reference of " \
-                       f"{name}_cuda."
+        fc.docstring = f"Fused elementwise region{where}: the numpy reference of {name}_cuda."
+        if blocked:
+            at = sorted({q.loc.lineno for q in region.eqns if q.loc is not None})
+            where = "" if e.loc is None else f" of {e.loc.short()}" if len(at) < 2 else \
+                f" of {os.path.basename(e.loc.filename)}:{at[0]}-{at[-1]}"
+            fc.docstring = f"The elementwise statements{where} on one block of rows."
         _emit_function(fc, sub, _Emitter(sub, mod), [v for v in e.ins], "", body, name)
+        if blocked:
+            continue
         for q in region.eqns:  # names of the region's values (the reference named them)
             for o in q.outs:
                 sub.names.setdefault(o.id, sub.fresh(o.hint, False))
@@ -1383,29 +1439,6 @@ def _emit_scratch(f, mod: _Module, body: list):
              f"{pool} = []", "", "",
              f"def {new}():",
              "    return (" + "".join(f"\n        {a}," for a in arrays) + "\n    )"]
-
-
-def jit_dtype(v) -> "str | None":
-    """The numpy dtype name (`float64`, `bool_`) of a value whose dtype the IR knows, in the
-    native byte order; else None."""
-    if v.dclass == ("bool",):
-        return "bool_"
-    if isinstance(v.dclass, tuple) and len(v.dclass) == 2 and v.dclass[0] in ("f", "k") \
-            and isinstance(v.dclass[1], str):  # (("f", id): a float of unknown width)
-        dt = numpy.dtype(v.dclass[1])
-        if dt.isnative and dt.kind in "fiub":
-            return "bool_" if dt.kind == "b" else dt.name
-    return None
-
-
-def loop_shape(v) -> "tuple | None":
-    """The shape of a value the IR knows (a specialized variant's), else None."""
-    if isinstance(v, Var) and v.sclass == SCALAR:
-        return ()
-    if isinstance(v, Var) and isinstance(v.sclass, tuple) and len(v.sclass) == 2 and \
-            v.sclass[0] == "k":
-        return v.sclass[1]
-    return None
 
 
 def _emit_jit_entry(fc, namer, mod: _Module, inputs, lines):

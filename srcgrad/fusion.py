@@ -14,6 +14,11 @@ Each region is written twice in the generated module:
   the unfused code on machines without a GPU;
 - a kernel spec (`_fused_1_cuda = (in_params, out_params, body, name)`), CUDA C
   expressions that the cupy binding turns into `cupy.ElementwiseKernel`s.
+
+The same planner, with a predicate of its own (`fuse_graph`'s `accept`), makes the
+numba backend's loops (srcgrad.jit) and a specialized numpy variant's blocked regions
+(`block_regions`: a region over large arrays computed a block of rows at a time, its
+numpy reference function called once per block).
 """
 from __future__ import annotations
 
@@ -22,9 +27,12 @@ import re
 
 from runtime.ops.core import Primitive
 
-from .ir import Block, Eqn, Var, iter_vars
+import numpy
 
-__all__ = ["FUSED", "fuse_graph", "one_shape", "cuda_expr"]
+from .ir import SCALAR, Block, Eqn, Var, iter_vars
+
+__all__ = ["FUSED", "fuse_graph", "one_shape", "cuda_expr", "loop_shape", "jit_dtype",
+           "BLOCKED_MIN", "BLOCK", "block_rows", "blockable", "block_regions"]
 
 # one kernel for a region of elementwise equations, made after differentiation and
 # optimization (so no rule): any number of outputs, each a fresh array
@@ -132,3 +140,122 @@ def cuda_expr(e: Eqn, names: dict) -> str:
 
 def cuda_type(v: Var) -> str:
     return "bool" if v.dclass == ("bool",) else "T"
+
+
+def jit_dtype(v) -> "str | None":
+    """The numpy dtype name (`float64`, `bool_`) of a value whose dtype the IR knows, in the
+    native byte order; else None."""
+    if v.dclass == ("bool",):
+        return "bool_"
+    if isinstance(v.dclass, tuple) and len(v.dclass) == 2 and v.dclass[0] in ("f", "k") \
+            and isinstance(v.dclass[1], str):  # (("f", id): a float of unknown width)
+        dt = numpy.dtype(v.dclass[1])
+        if dt.isnative and dt.kind in "fiub":
+            return "bool_" if dt.kind == "b" else dt.name
+    return None
+
+
+def loop_shape(v) -> "tuple | None":
+    """The shape of a value the IR knows (a specialized variant's), else None."""
+    if isinstance(v, Var) and v.sclass == SCALAR:
+        return ()
+    if isinstance(v, Var) and isinstance(v.sclass, tuple) and len(v.sclass) == 2 and \
+            v.sclass[0] == "k":
+        return v.sclass[1]
+    return None
+
+
+# Blocked regions (numpy, large arrays) ---------------------------------------------------
+#
+# A specialized numpy variant computes each run of elementwise equations over large arrays
+# in blocks of rows: the region's function (its own numpy statements) runs on a block of
+# its inputs' rows at a time and its results are copied into arrays of the full shape, so
+# the region's temporaries, forward values and cotangents alike, have one block's size and
+# stay in cache, and the region allocates nothing the size of its arrays but its results.
+# An elementwise op computes each element from the elements at its index alone, so the
+# results are those of the whole arrays, bit for bit.
+
+#: the number of elements from which a region's arrays are computed in blocks
+BLOCKED_MIN = 1 << 17
+#: elements per block (whole rows of the region's shape, at least one)
+BLOCK = 1 << 15
+
+
+def block_rows(shape: tuple) -> int:
+    """The rows of `shape` in one block: `BLOCK` elements, whole rows, at least one."""
+    row = int(numpy.prod(shape[1:]))
+    return max(1, BLOCK // max(row, 1))
+
+
+def blockable(e, run) -> bool:
+    """Whether `e` may join the equations `run` in a blocked region: its results have one
+    shape the IR knows, of `BLOCKED_MIN` elements or more in at least two blocks, that of
+    the run's, with dtypes it knows (the results are allocated whole); each array it reads
+    either has that shape (it is cut into the same blocks) or broadcasts against it
+    without its first axis (every block reads it whole)."""
+    shapes = {loop_shape(o) for o in e.outs}
+    if len(shapes) != 1:
+        return False
+    (shape,) = shapes
+    if not shape or any(jit_dtype(o) is None for o in e.outs) or \
+            int(numpy.prod(shape)) < BLOCKED_MIN or shape[0] <= block_rows(shape):
+        return False
+    if run and loop_shape(run[0].outs[0]) != shape:
+        return False
+    for a in e.ins:
+        if not isinstance(a, Var) or loop_shape(a) == shape:
+            continue
+        s = loop_shape(a)
+        if s is None or (len(s) == len(shape) and s[0] != 1):
+            return False
+        try:
+            if numpy.broadcast_shapes(s, shape) != shape:
+                return False
+        except ValueError:
+            return False
+    return True
+
+
+def _gather(eqns: list) -> list:
+    """`eqns` reordered so that blocked regions are long: an equation that cannot join one
+    but is pure (no effect, no nested block) moves down past the blockable equations after
+    it, to just before the first equation that reads what it makes (or that cannot
+    move past it: one with an effect or nested blocks). Elementwise equations read arrays
+    only and have no effect, so the order changes no result."""
+    out, held, made = [], [], set()
+
+    def release():
+        out.extend(held)
+        held.clear()
+        made.clear()
+
+    for e in eqns:
+        for b in e.blocks():
+            b.eqns = _gather(b.eqns)
+        if _fusible(e) and blockable(e, []):
+            if any(v.id in made for v in e.var_ins()):
+                release()
+            out.append(e)
+        elif e.prim.pure and not e.prim.structured and not e.blocks():
+            held.append(e)
+            made.update(o.id for o in e.outs)
+        else:
+            release()
+            out.append(e)
+    release()
+    return out
+
+
+def block_regions(eqns: list, outputs) -> list:
+    """Blocked regions (see above) of a specialized numpy variant's equations: `fused`
+    equations with the rows of a block (param `rows`), in nested blocks too."""
+    eqns = fuse_graph(_gather(eqns), outputs, accept=blockable)
+
+    def mark(es):
+        for e in es:
+            if e.prim is FUSED:
+                e.params["rows"] = block_rows(loop_shape(e.outs[0]))
+            for b in e.blocks():
+                mark(b.eqns)
+    mark(eqns)
+    return eqns

@@ -232,7 +232,7 @@ def accept(e, run, python_body: bool = False) -> bool:
     knows, all of one shape but for broadcasting (the loop's shape is the largest). With
     large arrays (`python_body`), an op that is a call per element (`CHEAP_OPS`) only
     where its arrays do not fit in cache (`STREAMING`)."""
-    from .codegen import jit_dtype, loop_shape
+    from .fusion import jit_dtype, loop_shape
 
     if e.prim.name not in SCALAR_OPS:
         return False
@@ -257,7 +257,7 @@ def large_form(eqns) -> bool:
     `LARGE` elements or more (an input, however large, that it only reads, a matmul's
     matrix say, does not count; nor does a view), or calls a vectorizable op that is not
     cheap on `VECTOR_CALLS` or more (in nested blocks too, where shapes are known)."""
-    from .codegen import loop_shape
+    from .fusion import loop_shape
 
     for e in eqns:
         for o in e.outs if not getattr(e.prim, "view", False) else ():  # (a view: no memory)
