@@ -1,6 +1,7 @@
 """Stage 4, optimize: Graph -> smaller Graph, by small passes iterated to a fixed point.
 
 - algebraic simplification: `x*1`, `x+0`, `x-0`, `x/1`, `x**1`, `-(-x)`, `0-x -> -x`,
+  `scatter_add(u, i, s) + scatter_add(v, i, s) -> scatter_add(u + v, i, s)`,
   `ones_like(v)*x -> x` (same shape), `broadcast_to(1.0, v.shape) -> ones_like(v)`,
   `where(False, 0.0, g) -> g` for a cotangent g;
   `sum_to`, `broadcast_to`, `reshape` and `cast_like` dropped where the IR knows the shape
@@ -84,10 +85,62 @@ def _const_broadcast(c: _Ctx, v):
 
 # ---- algebraic rewrites: one function per primitive, `rule(e, ctx) -> value or _KEEP` ----
 
+def _same_operand(a, b) -> bool:
+    """One value, or equal constants (by their literal)."""
+    if isinstance(a, Var) or isinstance(b, Var):
+        return a is b
+    try:
+        return type(a) is type(b) and literal(a) == literal(b)
+    except TypeError:  # (an array constant, say)
+        return False
+
+
+def _merged_scatters(c, a, b):
+    """scatter_add(u, i, s) + scatter_add(v, i, s) -> scatter_add(u + v, i, s) (one scatter,
+    the add on the smaller arrays; a scatter is linear in its values): the cotangents of
+    two reads of one slice or index of an array, u and v of one dtype, the first found
+    among the terms of a sum of up to 8 (the sum is reassociated)."""
+    for x, y in ((a, b), (b, a)):
+        sy = _producer_is(c, y, ops.scatter_add)
+        found = None if sy is None or not _array(sy.ins[0]) else _take_scatter(c, x, sy, 8)
+        if found is not None:
+            rest, sx = found
+            merged = ops.scatter_add(ops.add(sx.ins[0], sy.ins[0]), *sy.ins[1:], **sy.params)
+            return merged if rest is None else ops.add(rest, merged)
+    return _KEEP
+
+
+def _take_scatter(c, x, sy, depth: int):
+    """(`x` less a term that scatters like `sy` (None: `x` was that term), the term's
+    scatter) where `x` is such a term or a sum with one among its terms; else None."""
+    sx = _producer_is(c, x, ops.scatter_add)
+    if sx is not None:
+        u, v = sx.ins[0], sy.ins[0]
+        # (no shape to compare: u and v each broadcast to the part of s that i selects,
+        # or their scatter fails, so u + v does too)
+        if sx.params == sy.params and _array(u) and u.dclass == v.dclass and \
+                all(_same_operand(p, q) for p, q in zip(sx.ins[1:], sy.ins[1:])):
+            return None, sx
+        return None
+    p = _producer_is(c, x, ops.add)
+    if p is None or depth == 0:
+        return None
+    for k in (0, 1):
+        found = _take_scatter(c, p.ins[k], sy, depth - 1)
+        if found is not None:
+            rest, sx = found
+            other = p.ins[1 - k]
+            return (other if rest is None else ops.add(rest, other)), sx
+    return None
+
+
 def _rw_add(e, c):
     a, b = e.ins
     if _array(a) and a is b:
         return ops.multiply(2, a)  # a + a -> 2 * a (constant factors then fold)
+    merged = _merged_scatters(c, a, b)
+    if merged is not _KEEP:
+        return merged
     if _is_const(b, 0) and _array(a):
         return a
     if _is_const(a, 0) and _array(b):

@@ -120,6 +120,34 @@ def test_simplify_where_with_a_constant_condition_in_the_backward_pass():
     assert_same_values(g, opt, rng.normal(size=3))
 
 
+def two_slices(x):
+    return np.sum(np.sin(x[1:]) * np.cos(x[1:] * 2.0) + x[:-1] ** 2 * x[1:])
+
+
+def two_indices(x):
+    return np.sum(np.exp(x[1:]) + np.tanh(x[:-1]))
+
+
+def test_simplify_merges_two_scatters_of_one_index():
+    """The cotangents of three reads of x[1:] are summed, then scattered once (where their
+    dtypes are known to be one: a specialized variant); reads of two different slices keep
+    a scatter each."""
+    x = rng.normal(size=6)
+    g = srcgrad.grad(two_slices, cache=False)
+    src = g.specialized_source(x)
+    assert src.count("[1:] +=") + src.count("slice(1, None, None)") == 1, src
+    gx = g(x)
+    eps, fd = 1e-6, np.zeros_like(x)
+    for i in range(x.size):
+        d = np.zeros_like(x)
+        d[i] = eps
+        fd[i] = (two_slices(x + d) - two_slices(x - d)) / (2 * eps)
+    np.testing.assert_allclose(gx, fd, rtol=1e-6, atol=1e-8)
+    g = adjoint(two_indices)
+    assert count(optimize(g).check(), "scatter_add") == 2
+    assert_same_values(g, optimize(g), x)
+
+
 # ---- fold -------------------------------------------------------------------------------------
 
 def test_fold_evaluates_constant_equations():
