@@ -322,6 +322,10 @@ class _Emitter:
         if p.py_spell is not None and isinstance(e.ins[0], Var) and \
                 e.ins[0].id in self.maybe_py:  # may be a Python number at run time
             return self.spell(p, ins, e.params, p.py_spell)
+        if p.array_spell is not None and getattr(self.mod, "array_methods", False) and \
+                isinstance(e.ins[0], Var) and e.ins[0].kind == "array" and \
+                loop_shape(e.ins[0]) and ins[0].isidentifier():  # (an ndarray, by name)
+            return self.spell(p, ins, e.params, p.array_spell)
         return self.spell(p, ins, e.params)
 
     def spell(self, p, ins, params, spelling=None) -> str:
@@ -1782,6 +1786,8 @@ def _emit_planned(fc, inputs, header, ops, clashes, jit=None):
     extra = {v.id for v in fc.extra}  # named like locals, not kept like the user's
     params = {v.hint for v in inputs if v.id not in extra}
     mod = _Module(params, clashes, ops, jit)
+    # a numpy variant's arrays of known shapes: reductions and transposes as methods
+    mod.array_methods = jit is None and fc.spec is not None
     tops = [(fc, inputs)]
     if fc.fast is not None:
         tops.append((fc.fast[0], fc.fast[0].inputs))

@@ -65,7 +65,7 @@ class Primitive:
         "reads_inputs", "reads_out", "spell", "defaults", "elementwise", "doc",
         "convention", "variadic", "jvp", "custom", "zero_grad", "pure", "view", "creator",
         "structured", "kind", "dtype", "shape_arg", "shape_like", "shape_key", "on_meta",
-        "fresh", "readonly", "cuda", "cuda_when", "py_spell", "subscript",
+        "fresh", "readonly", "cuda", "cuda_when", "py_spell", "array_spell", "subscript",
         "positional_dtype", "inplace_op", "adds_at", "updatable", "inline", "shape_rule",
         "use_text",
     )
@@ -168,13 +168,18 @@ class Primitive:
         self.use_text = use_text
         self._writing_facts(**writing)
 
-    def _writing_facts(self, *, py_spell=None, subscript=False, positional_dtype=None,
-                       inplace_op=None, adds_at=None, updatable=None, inline=False):
+    def _writing_facts(self, *, py_spell=None, array_spell=None, subscript=False,
+                       positional_dtype=None, inplace_op=None, adds_at=None, updatable=None,
+                       inline=False):
         """How generated source writes a call and may reuse its memory (srcgrad.codegen),
         beyond `spell`."""
         #: the spelling for when operand 0 may be a Python number rather than an array
         #: (`x.shape` fails on a float, `np.shape(x)` does not), or None: `spell` works
         self.py_spell = py_spell
+        #: a cheaper spelling for when operand 0 is known to be a numpy array of one
+        #: dimension or more (a specialized numpy variant's): the method `x.sum(axis=1)`
+        #: skips the dispatch that costs `np.sum` a microsecond; or None
+        self.array_spell = array_spell
         #: written in Python's subscript syntax, input 0 indexed by input 1 (`x[i, 1:]`):
         #: a tuple or slice made only for such an index is written in it, unnamed
         self.subscript = subscript
@@ -315,6 +320,17 @@ def call(fn: str):
                 continue
             parts.append(f"{k}={literal(v)}")
         return f"{fn}({', '.join(parts)})"
+
+    return spell
+
+
+def method(name: str):
+    """Spell as a method call of operand 0, `a.name(b, k=v)`, leaving out params equal to
+    their default."""
+    spell_call = call(name)
+
+    def spell(ins: Sequence[str], params: dict, defaults: dict) -> str:
+        return f"{ins[0]}.{spell_call(ins[1:], params, defaults)}"
 
     return spell
 

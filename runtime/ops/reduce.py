@@ -15,7 +15,7 @@ Conventions:
 from __future__ import annotations
 
 from ..backend import get_xp
-from .core import call, defop
+from .core import call, defop, method
 from .elementwise import add, divide, equal, exp, logical_and, multiply, subtract, where
 from .shapes import broadcast_to, expand_dims, flip, ones_like, shape
 
@@ -140,7 +140,8 @@ def _logsumexp(x, axis=None, keepdims=False):
 def _reduction(name, impl, rule, extra=None, **kw):
     defaults = dict(_RED, **(extra or {}))
     return defop(name, impl, rule, defaults=defaults, kind="reduction",
-                 spell=call(f"np.{name}" if name != "logsumexp" else "logsumexp"), **kw)
+                 spell=call(f"np.{name}" if name != "logsumexp" else "logsumexp"),
+                 array_spell=method(name) if name != "logsumexp" else None, **kw)
 
 
 sum = _reduction("sum", _method("sum"), vjp_sum, reads_inputs=False, dtype="same_if_float")

@@ -14,7 +14,7 @@ import numpy
 from ..backend import get_xp
 from ..backend import scatter_add as backend_scatter_add
 from ..backend import writable_copy
-from .core import call, defop, fmt
+from .core import call, defop, fmt, literal
 from .shape_rules import arange_shape, creator_shape, eye_shape
 
 __all__ = [
@@ -313,8 +313,14 @@ def slice_shape_key(idx):
 
 reshape = defop("reshape", _xp_fn("reshape"), vjp_reshape, nondiff=(1,), view=True, reads_inputs=False,
                 spell=call("np.reshape"), kind="movement", dtype="same", shape_arg=1)
+def _spell_transpose_array(ins, params, defaults):
+    axes = params.get("axes")
+    return f"{ins[0]}.T" if axes is None else f"{ins[0]}.transpose({literal(tuple(axes))})"
+
+
 transpose = defop("transpose", _xp_fn("transpose"), vjp_transpose, view=True, reads_inputs=False,
-                  spell=call("np.transpose"), defaults=dict(axes=None), kind="movement", dtype="same")
+                  spell=call("np.transpose"), array_spell=_spell_transpose_array,
+                  defaults=dict(axes=None), kind="movement", dtype="same")
 swapaxes = defop("swapaxes", _xp_fn("swapaxes"), vjp_swapaxes, view=True, reads_inputs=False,
                  spell=call("np.swapaxes"), kind="movement", dtype="same")
 moveaxis = defop("moveaxis", _xp_fn("moveaxis"), vjp_moveaxis, view=True, reads_inputs=False,

@@ -180,3 +180,9 @@ def drift(v, x):
 def two_outputs(x):
     a = np.tanh(x)
     return a, a * 2.0
+
+
+def reductions_of_both(X, s):
+    """Reductions of an array and of a number (a Python float has no `.sum` method)."""
+    col = np.sum(X * X, axis=0)
+    return np.max(col) * np.sum(s * s) + np.mean(np.transpose(X) @ X)

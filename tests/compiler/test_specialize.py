@@ -364,3 +364,20 @@ def test_products_of_each_step_are_one_product_before_the_loop(fn, wrt, args, ho
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-13)
         np.testing.assert_allclose(a, finite_differences(fn, args, wrt[k]), rtol=1e-5,
                                    atol=1e-7)
+
+
+def test_reductions_and_transposes_of_arrays_are_methods():
+    """A variant writes `x.sum(axis=0)` and `X.T` for arrays of known shape (cheaper than
+    np.sum's dispatch), and keeps np.sum for a value that may be a Python number."""
+    X = np.random.default_rng(4).normal(size=(5, 3))
+    g = fresh(U.reductions_of_both, wrt=(0, 1))
+    want = fresh(U.reductions_of_both, wrt=(0, 1), specialize=False)(X, 0.7)
+    src = g.specialized_source(X, 0.7)
+    assert ".sum(axis=0)" in src and ".max()" in src and "X.T" in src, src
+    assert "np.sum(s" in src or "np.sum(s_" in src, src
+    got = g(X, 0.7)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+    for i, arg in enumerate((X, 0.7)):
+        fd = finite_differences(U.reductions_of_both, (X, 0.7), i)
+        np.testing.assert_allclose(got[i], fd, rtol=1e-6, atol=1e-8)

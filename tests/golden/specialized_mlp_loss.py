@@ -27,27 +27,25 @@ def grad_mlp_loss(W1, b1, W2, b2, X, Y):
         return general(W1, b1, W2, b2, X, Y)  # the shape-polymorphic code
     # h = np.tanh(X @ W1 + b1)   (specialize_user.py:10)
     h_1 = X @ W1
-    h_2 = h_1 + b1
+    h_1 += b1
+    h = np.tanh(h_1)
     del h_1
-    h = np.tanh(h_2)
-    del h_2
     # z = h @ W2 + b2   (specialize_user.py:11)
     z_1 = h @ W2
-    z = z_1 + b2
-    del z_1
+    z_1 += b2
     # zs = z - np.max(z, axis=1, keepdims=True)   (specialize_user.py:12)
-    zs_1 = np.max(z, axis=1, keepdims=True)
-    z -= zs_1
+    zs_1 = z_1.max(axis=1, keepdims=True)
+    z_1 -= zs_1
     del zs_1
     # logp = zs - np.log(np.sum(np.exp(zs), axis=1, keepdims=True))   (specialize_user.py:13)
-    logp_1 = np.exp(z)
-    del z
-    logp_2 = np.sum(logp_1, axis=1, keepdims=True)
+    logp_1 = np.exp(z_1)
+    del z_1
+    logp_2 = logp_1.sum(axis=1, keepdims=True)
     # grad of: return -np.sum(Y * logp) / X.shape[0]   (specialize_user.py:14)
     dlogp = -0.125 * Y
     # grad of: logp = zs - np.log(np.sum(np.exp(zs), axis=1, keepdims=True))   (specialize_user.py:13)
     dlogp_1 = 0.125 * Y
-    dlogp_2 = np.sum(dlogp_1, axis=1, keepdims=True)
+    dlogp_2 = dlogp_1.sum(axis=1, keepdims=True)
     del dlogp_1
     dlogp_3 = dlogp_2 / logp_2
     del dlogp_2, logp_2
@@ -56,11 +54,11 @@ def grad_mlp_loss(W1, b1, W2, b2, X, Y):
     dzs = dlogp + dzs_1
     del dlogp, dzs_1
     # grad of: z = h @ W2 + b2   (specialize_user.py:11)
-    db2 = np.sum(dzs, axis=0)
-    dh_1 = np.transpose(W2)
+    db2 = dzs.sum(axis=0)
+    dh_1 = W2.T
     dh = dzs @ dh_1
     del dh_1
-    dW2_1 = np.transpose(h)
+    dW2_1 = h.T
     dW2 = dW2_1 @ dzs
     del dW2_1, dzs
     # grad of: h = np.tanh(X @ W1 + b1)   (specialize_user.py:10)
@@ -68,10 +66,10 @@ def grad_mlp_loss(W1, b1, W2, b2, X, Y):
     del h
     dh_3 = 1.0 - dh_2
     del dh_2
-    dh_4 = dh * dh_3
-    del dh, dh_3
-    db1 = np.sum(dh_4, axis=0)
-    dW1_1 = np.transpose(X)
-    dW1 = dW1_1 @ dh_4
-    del dW1_1, dh_4
+    dh *= dh_3
+    del dh_3
+    db1 = dh.sum(axis=0)
+    dW1_1 = X.T
+    dW1 = dW1_1 @ dh
+    del dW1_1, dh
     return (dW1, db1, dW2, db2)
