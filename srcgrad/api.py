@@ -50,6 +50,7 @@ Wrt = Union[int, str, Sequence[Union[int, str]]]
 
 _LIVE: "weakref.WeakSet[CompiledFunction]" = weakref.WeakSet()
 _CUPY_NAME = "cupy"
+_MODULES = sys.modules
 _DASK_NAME = "dask.array"  # in sys.modules once the user has dask arrays
 
 
@@ -739,6 +740,16 @@ class CompiledFunction:
     # -- the public face ---------------------------------------------------------------------
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # (the common call first, inline: positional arrays, compiled, nothing it read
+        # changed, no cupy or dask loaded: `_ready` and `_run` cost more than its work)
+        impl, check = self._call, self._check
+        if not kwargs and impl is not None and _CUPY_NAME not in _MODULES and \
+                _DASK_NAME not in _MODULES and (check is None or check()):
+            for a in args:
+                if isinstance(a, _CONTAINERS):
+                    break
+            else:
+                return impl(*args)
         for a in args:
             if isinstance(a, _CONTAINERS):
                 return self._call_structured(args, kwargs)

@@ -141,7 +141,10 @@ def _reduction(name, impl, rule, extra=None, **kw):
     defaults = dict(_RED, **(extra or {}))
     return defop(name, impl, rule, defaults=defaults, kind="reduction",
                  spell=call(f"np.{name}" if name != "logsumexp" else "logsumexp"),
-                 array_spell=method(name) if name != "logsumexp" else None, **kw)
+                 array_spell=method(name) if name in _ARRAY_METHODS else None, **kw)
+
+
+_ARRAY_METHODS = {"sum", "mean", "prod", "max", "min", "var", "std"}  # ndarray has them
 
 
 sum = _reduction("sum", _method("sum"), vjp_sum, reads_inputs=False, dtype="same_if_float")
