@@ -399,20 +399,27 @@ class Tensor:
     def __ne__(self, o):
         return ops.not_equal(self, o)
 
+    # numpy's bitwise operators: logical on booleans, bitwise on integers
     def __and__(self, o):
-        return ops.logical_and(self, o)
+        return ops.bitwise_and(self, o)
 
     def __rand__(self, o):
-        return ops.logical_and(o, self)
+        return ops.bitwise_and(o, self)
 
     def __or__(self, o):
-        return ops.logical_or(self, o)
+        return ops.bitwise_or(self, o)
 
     def __ror__(self, o):
-        return ops.logical_or(o, self)
+        return ops.bitwise_or(o, self)
+
+    def __xor__(self, o):
+        return ops.bitwise_xor(self, o)
+
+    def __rxor__(self, o):
+        return ops.bitwise_xor(o, self)
 
     def __invert__(self):
-        return ops.logical_not(self)
+        return ops.invert(self)
 
     def __getitem__(self, idx):
         return ops.getitem(self, idx)

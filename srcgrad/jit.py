@@ -124,6 +124,18 @@ def _teach(numba) -> None:
             return impl_scalar
         return None
 
+    @overload(helpers.list_pos)
+    def _list_pos(lst, index):
+        if not isinstance(index, types.Integer):
+            return None
+
+        def impl(lst, index):
+            n = len(lst)
+            if index < -n or index >= n:
+                raise IndexError("list index out of range")
+            return index + n if index < 0 else index
+        return impl
+
     def matmul_grads(grad_a):
         # the matmul cotangents of vectors and matrices (a stack of matrices: untyped)
         def typer(g, a, b):

@@ -30,7 +30,7 @@ import numpy
 
 from runtime import ops
 from runtime.ops.core import Primitive
-from runtime.ops.lists import LIST_APPEND, LIST_FROM, LIST_GET, STACK_LIST
+from runtime.ops.lists import LIST_APPEND, LIST_FROM, LIST_GET, LIST_POS, STACK_LIST
 from runtime.ops import numpy_api
 from runtime.ops.numpy_api import ATTRIBUTES, METHODS, UnsupportedArgument, lookup
 
@@ -39,7 +39,8 @@ from .errors import (RecursiveCallError, SrcgradError, UnknownFunctionError,
 from .frontend import Source, lambda_as_def, parse_function
 from .ir import (COND, FOR, SCALAR, WHILE, Block, Graph, Loc, StaticValueNeeded, Var, checked,
                  has_var)
-from .staging import INT, INT_VALUED, IS_NONE, LEN, Builder, dtype_class, staging
+from .staging import (INT, INT_VALUED, IS_NONE, LEN, Builder, dtype_class,
+                      floating_dclass, staging)
 from .staging import known as staging_known
 from .scopes import Path, scope_of, self_scope
 from . import pytree, verbatim
@@ -98,8 +99,10 @@ _BINOPS = {
     ast.Mult: (ops.multiply, operator.mul), ast.Div: (ops.divide, operator.truediv),
     ast.Pow: (ops.power, operator.pow), ast.MatMult: (ops.matmul, operator.matmul),
     ast.FloorDiv: (ops.floor_divide, operator.floordiv), ast.Mod: (ops.remainder, operator.mod),
-    # on arrays these are the boolean operators users write in masks: (x > 0) & (y < 1)
-    ast.BitAnd: (ops.logical_and, operator.and_), ast.BitOr: (ops.logical_or, operator.or_),
+    # numpy's bitwise operators: the logical ones on masks, (x > 0) & (y < 1), and bitwise
+    # on integers, k & 1
+    ast.BitAnd: (ops.bitwise_and, operator.and_), ast.BitOr: (ops.bitwise_or, operator.or_),
+    ast.BitXor: (ops.bitwise_xor, operator.xor),
 }
 
 _CMPOPS = {
@@ -833,6 +836,9 @@ class Lowerer:
                     out.sclass = x.sclass
                 if isinstance(x, Var) and isinstance(y, Var) and x.dclass == y.dclass:
                     out.dclass = x.dclass
+                elif all(isinstance(v, Var) and v.kind == "array" and
+                         floating_dclass(v.dclass) for v in (x, y)):
+                    out.dclass = ("f", out.id)  # (floating either way, of a width not known)
                 self.b.named.add(out.id)
                 for v in (x, y):
                     if isinstance(v, Var):
@@ -1442,8 +1448,8 @@ class Lowerer:
             return v
         if isinstance(node.op, ast.Not):
             return ops.logical_not(v) if has_var(v) else not v
-        if isinstance(node.op, ast.Invert):
-            return ops.logical_not(v) if has_var(v) else ~v
+        if isinstance(node.op, ast.Invert):  # (bitwise on integers: ~1 is -2)
+            return ops.invert(v) if has_var(v) else ~v
         raise self.unsupported(f"the operator {type(node.op).__name__} is", node)
 
     def expr_Compare(self, node):
@@ -1588,6 +1594,8 @@ class Lowerer:
                 raise self.error("only an integer index reads an item of a list built in a "
                                  "run-time loop or branch (np.stack(list) takes slices)",
                                  node, UnsupportedSyntaxError)
+            if not (isinstance(idx, int) and idx >= 0):  # (hs[-1]: the item it is now)
+                idx = self.b.stage(LIST_POS, [obj, idx], {})
             return self.b.stage(LIST_GET, [obj, idx], {})
         if obj.id in self.b.opaque and isinstance(idx, str):
             return ops.getitem(obj, idx)  # `kwargs["scale"]`: read at run time

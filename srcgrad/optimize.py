@@ -27,8 +27,8 @@ from runtime.ops import linalg as _linalg
 from runtime.ops.core import literal
 
 from .ir import COND, FOR, POP, PUSH, SCALAR, WHILE, Eqn, Graph, Var, checked, iter_vars
-from .staging import (Builder, dtype_class, known_out_shape, known_shape, number_spread,
-                      staging)
+from .staging import (Builder, dtype_class, floating_dclass, known_out_shape, known_shape,
+                      number_spread, staging)
 from .staging import known as staging_known
 
 FLOAT64 = dtype_class(numpy.float64)
@@ -69,6 +69,25 @@ def _same_shape(a, v) -> bool:
 
 def _array(v) -> bool:
     return isinstance(v, Var) and v.kind == "array"
+
+
+def _keeps_dtype(x, c=None, true_divide: bool = False) -> bool:
+    """`x op c` (c a Python number: 0, 1, 0.0, 1.0) surely has `x`'s dtype, so the identity
+    may drop the op: x floating (a float of any width keeps its dtype against a Python
+    number), or an integer array and `c` an int, not for `/`. Never a boolean array
+    (`m + 0` is an int array, `m + m` is `m | m`) or one of unknown dtype."""
+    d = getattr(x, "dclass", None)
+    if not isinstance(d, tuple) or not d:
+        return False
+    if floating_dclass(d):
+        return True
+    if d[0] != "k" or not isinstance(d[1], str):
+        return False
+    kind = numpy.dtype(d[1]).kind
+    if kind in "fc":
+        return True
+    return kind in "iu" and not true_divide and (c is None or (
+        isinstance(c, numbers.Integral) and not isinstance(c, bool)))
 
 
 def _producer_is(c: _Ctx, v, prim):
@@ -136,30 +155,31 @@ def _take_scatter(c, x, sy, depth: int):
 
 def _rw_add(e, c):
     a, b = e.ins
-    if _array(a) and a is b:
+    if _array(a) and a is b and _keeps_dtype(a):
         return ops.multiply(2, a)  # a + a -> 2 * a (constant factors then fold)
     merged = _merged_scatters(c, a, b)
     if merged is not _KEEP:
         return merged
-    if _is_const(b, 0) and _array(a):
+    if _is_const(b, 0) and _array(a) and _keeps_dtype(a, b):
         return a
-    if _is_const(a, 0) and _array(b):
+    if _is_const(a, 0) and _array(b) and _keeps_dtype(b, a):
         return b
     return _KEEP
 
 
 def _rw_subtract(e, c):
     a, b = e.ins
-    return a if _is_const(b, 0) and _array(a) else _KEEP
+    return a if _is_const(b, 0) and _array(a) and _keeps_dtype(a, b) else _KEEP
 
 
 def _rw_multiply(e, c):
     a, b = e.ins
     for x, y in ((a, b), (b, a)):
-        if _is_const(y, 1) and _array(x):
+        if _is_const(y, 1) and _array(x) and _keeps_dtype(x, y):
             return x
         ones = _producer_is(c, y, ops.ones_like)
-        if ones is not None and _same_shape(x, ones.ins[0]):
+        if ones is not None and _same_shape(x, ones.ins[0]) and \
+                x.dclass == ones.ins[0].dclass:  # (x * ones of another dtype: promoted)
             return x
         bc = _const_broadcast(c, y)
         if bc is not None:
@@ -179,7 +199,7 @@ def _rw_multiply(e, c):
 
 def _rw_divide(e, c):
     a, b = e.ins
-    if _is_const(b, 1) and _array(a):
+    if _is_const(b, 1) and _array(a) and _keeps_dtype(a, b, true_divide=True):
         return a
     ones = _producer_is(c, a, ops.ones_like)
     if ones is not None and _same_shape(b, ones.ins[0]) and \
@@ -198,7 +218,7 @@ def _rw_divide(e, c):
 
 def _rw_power(e, c):
     a, b = e.ins
-    return a if _is_const(b, 1) and isinstance(a, Var) else _KEEP
+    return a if _is_const(b, 1) and isinstance(a, Var) and _keeps_dtype(a, b) else _KEEP
 
 
 def _rw_negative(e, c):

@@ -415,7 +415,7 @@ def _elementwise_dclass(prim, args, out):
     `n / 3` is float64, so claiming n's class would let codegen write `n /= 3`.
 
     (Complexity about 26: numpy's promotion rules, case by case; kept in one place.)"""
-    if not prim.differentiable:
+    if not prim.differentiable and prim.dtype is None:  # (a predicate)
         return ("bool",)
     # where's condition (an input with no derivative) gives the result no dtype
     operands = [a for i, a in enumerate(args) if i not in prim.nondiff]

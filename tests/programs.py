@@ -1093,8 +1093,15 @@ class ProgramWriter:
         n_lists = self.draw(st.integers(1, 3), label="lists")
         names = [self.fresh("L") for _ in range(n_lists)]
         items = [h, f"np.cos({e2}) * {i} + {h}", f"np.sin({h}) * ({e1})"]
-        loop = [f"{n} = []" for n in names]
-        loop.append(f"{h} = np.tanh({a})")
+        # a recurrence through the list, as RNNs are written: the first list starts with
+        # an item, and each step appends a function of its last one (or the one before)
+        recur = self.allowed("lists:recur") and self.draw(st.booleans(), label="recurrence")
+        loop = [f"{h} = np.tanh({a})"] + [f"{n} = []" for n in names]
+        if recur:
+            back = self.draw(st.sampled_from(["-1", "-2", "len(%s) - 1" % names[0]]),
+                             label="read back")
+            loop[1] = f"{names[0]} = [{h}, {h} * 0.5]"
+            items[0] = f"np.tanh({names[0]}[{back}]) * 0.5 + {h}"
         loop.append(f"for {i} in range({bound}):")
         loop.append(f"    {h} = np.tanh({h}) * 0.5 + ({e1}) * {i}")
         for n, item in zip(names, items):
@@ -1161,6 +1168,8 @@ class ProgramWriter:
             t = set(base)
             if "append" in line or line.lstrip().startswith(f"{h} ="):
                 t |= tags
+            if recur and (f"{names[0]}.append" in line or line.startswith(f"{names[0]} =")):
+                t.add("lists:recur")
             if line.lstrip().startswith(f"{u} ="):
                 t.add("lists:read_inside")
             self.emit(line, t)

@@ -33,7 +33,8 @@ __all__ = [
     "not_equal", "logical_and", "logical_or", "logical_not", "isfinite", "remainder", "fmod",
     "floor_divide", "floor", "ceil", "trunc", "arcsinh", "arccosh", "arctanh", "arctan2",
     "hypot", "log2", "log10", "exp2", "logaddexp", "logaddexp2", "sinc", "fabs", "rint",
-    "round_", "fmax", "fmin", "nan_to_num", "copy", "isnan", "isinf",
+    "round_", "fmax", "fmin", "nan_to_num", "copy", "isnan", "isinf", "bitwise_and",
+    "bitwise_or", "bitwise_xor", "invert",
 ]
 
 
@@ -511,3 +512,18 @@ logical_not = _predicate("logical_not", "np.logical_not")
 isfinite = _predicate("isfinite", "np.isfinite")
 isnan = _predicate("isnan", "np.isnan")
 isinf = _predicate("isinf", "np.isinf")
+
+
+# ---- bitwise operators: `&`, `|`, `^`, `~` on booleans (masks) and integers ----------------
+# (on booleans they are the logical operators; on integers numpy's bitwise ones: `k & 1` is
+# k's lowest bit, `~k` is -k - 1, never a truth value)
+
+def _bitwise(name, spell):
+    return defop(name, _ufunc(name), differentiable=False, elementwise=True, zero_grad=True,
+                 dtype="same", spell=fmt(spell))
+
+
+bitwise_and = _bitwise("bitwise_and", "{0} & {1}")
+bitwise_or = _bitwise("bitwise_or", "{0} | {1}")
+bitwise_xor = _bitwise("bitwise_xor", "{0} ^ {1}")
+invert = _bitwise("invert", "~{0}")

@@ -66,7 +66,10 @@ def take_scratch(pool, new):
         return new()
 
 
+from .lists import LIST_POS as _LIST_POS  # noqa: E402  (a run-time list's item position)
+
 HELPERS["as_float"] = as_float
+HELPERS["list_pos"] = list_pos = _LIST_POS.impl
 HELPERS["check_scalar"] = check_scalar
 HELPERS["take_scratch"] = take_scratch
 __all__ = sorted(HELPERS)

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import numpy
 
-from .core import Primitive
+from .core import Primitive, call
 from .shapes import getitem, moveaxis, scatter_add, zeros_like
 
-__all__ = ["LIST_FROM", "LIST_APPEND", "LIST_ZEROS", "LIST_GET", "LIST_GET_GRAD", "STACK_LIST"]
+__all__ = ["LIST_FROM", "LIST_APPEND", "LIST_ZEROS", "LIST_GET", "LIST_GET_GRAD", "LIST_POS",
+           "STACK_LIST"]
 
 
 def vjp_list_from(g, out, *items, index):
@@ -46,6 +47,21 @@ LIST_APPEND = Primitive("list_append", _list_append,
 LIST_ZEROS = Primitive("list_zeros", lambda lst: [numpy.zeros_like(e) for e in lst], meta=True,
                        creator=True, kind="list",
                        spell=lambda i, p, d: f"[np.zeros_like(e) for e in {i[0]}]")
+
+
+def _list_pos(lst, index):
+    """The position that `lst[index]` reads, counted from the front (an IndexError where
+    Python would raise one)."""
+    n = len(lst)
+    if not -n <= index < n:
+        raise IndexError("list index out of range")
+    return index + n if index < 0 else index
+
+
+# `lst[i]` where i may be negative: the position it reads, fixed when it reads it (the
+# list may grow afterwards, and the cotangent of `lst[-1]` belongs at the item it read,
+# not at the last item of the grown list)
+LIST_POS = Primitive("list_pos", _list_pos, meta=True, zero_grad=True, spell=call("list_pos"))
 
 
 def _list_get_grad(g, index, lst):

@@ -137,6 +137,8 @@ _UFUNCS = {
     numpy.greater_equal: E.greater_equal, numpy.equal: E.equal, numpy.not_equal: E.not_equal,
     numpy.logical_and: E.logical_and, numpy.logical_or: E.logical_or,
     numpy.logical_not: E.logical_not, numpy.isfinite: E.isfinite, numpy.matmul: L.matmul,
+    numpy.bitwise_and: E.bitwise_and, numpy.bitwise_or: E.bitwise_or,
+    numpy.bitwise_xor: E.bitwise_xor, numpy.invert: E.invert,
     numpy.remainder: E.remainder, numpy.fmod: E.fmod, numpy.floor_divide: E.floor_divide,
     numpy.floor: E.floor, numpy.ceil: E.ceil, numpy.trunc: E.trunc,
     numpy.arcsinh: E.arcsinh, numpy.arccosh: E.arccosh, numpy.arctanh: E.arctanh,

@@ -44,14 +44,22 @@ def count(graph, prim):
     return len(re.findall(rf"= {prim}\(", str(graph)))
 
 
+def _floats(fn):
+    """Every parameter floating, as grad makes its `wrt` arguments (rewrites that keep a
+    dtype only for floats apply)."""
+    import inspect
+
+    return tuple(range(len(inspect.signature(fn).parameters)))
+
+
 def forward(fn):
-    graph, _, _ = lower(fn)
+    graph, _, _ = lower(fn, floats=_floats(fn))
     return Graph(graph.inputs, graph.eqns, graph.outputs[:1], graph.name)
 
 
 def adjoint(fn, wrt=(0,)):
     """The unoptimized forward + adjoint graph of fn, returning the gradients."""
-    graph, _, _ = lower(fn)
+    graph, _, _ = lower(fn, floats=_floats(fn))
     fwd = Graph(graph.inputs, graph.eqns, graph.outputs[:1], graph.name)
     b, grads = reverse(fwd, [graph.inputs[i] for i in wrt], 1.0)
     return Graph(graph.inputs, b.eqns, [tuple(grads)], graph.name)
@@ -60,6 +68,7 @@ def adjoint(fn, wrt=(0,)):
 def assert_same_values(before, after, *args):
     a, b = run_graph(before, *args), run_graph(after, *args)
     for x, y in zip(a if isinstance(a, tuple) else (a,), b if isinstance(b, tuple) else (b,)):
+        assert np.asarray(x).dtype == np.asarray(y).dtype  # (a rewrite keeps the dtype)
         np.testing.assert_allclose(np.asarray(x, dtype=float), np.asarray(y, dtype=float),
                                    rtol=1e-12, atol=1e-15)
 

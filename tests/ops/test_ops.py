@@ -278,6 +278,19 @@ for _p in ("less", "less_equal", "greater", "greater_equal", "equal", "not_equal
 for _p in ("logical_and", "logical_or"):
     spec(_p, [A((3, 1), boolean), A((4,), boolean)], ref=getattr(np, _p))
 spec("logical_not", [A((2, 3), boolean)], ref=np.logical_not)
+
+
+def small_ints(rng, shape):
+    return rng.integers(-9, 10, shape)
+
+
+# bitwise: logical on masks, bitwise on integers (k & 1 is k's lowest bit)
+for _p in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+    spec(_p, [A((3, 1), boolean), A((4,), boolean)], ref=getattr(np, _p))
+    spec(_p, [A((3, 1), small_ints), A((4,), small_ints)], ref=getattr(np, _p))
+    spec(_p, [A((2, 3), small_ints), 1], ref=getattr(np, _p))
+spec("invert", [A((2, 3), boolean)], ref=np.invert)
+spec("invert", [A((2, 3), small_ints)], ref=np.invert)
 spec("isfinite", [A((3, 4), specials)], ref=np.isfinite)
 
 # elementwise, unary: (primitive, numpy reference, domain)
@@ -733,7 +746,8 @@ def _call(s, args):
 
 def _array_slots(s):
     """Positions of float array arguments (those that become Tensors requiring grad)."""
-    return [i for i, a in enumerate(s.args) if isinstance(a, A) and a.domain is not boolean]
+    return [i for i, a in enumerate(s.args) if isinstance(a, A) and
+            a.domain not in (boolean, small_ints)]
 
 
 def _replace(args, i, value):
