@@ -448,7 +448,7 @@ class CompiledFunction:
                 path = (f"<srcgrad {meta['entry']} {os.path.basename(code.co_filename)}:"
                         f"{code.co_firstlineno}>")
         self.cache_path = path
-        self._check = _guards.make_check(live)
+        self._check = _guards.with_defaults(_guards.make_check(live), self.fun)
         self._module = (text, path, meta)
         try:
             impl = self._bind(None)

@@ -1465,8 +1465,11 @@ def _emit_jit_entry(fc, namer, mod: _Module, inputs, lines):
     inner = _Namer(mod.local_reserved)
     mod.namers.append(inner)
     results = _out_results(fc)
-    # (numba compiled it for C-ordered arrays: other layouts run the numpy code)
-    other_layout = [f"    except {mod.g('TypeError')}:  # arrays in another memory layout",
+    # (numba compiled it for C-ordered arrays: other layouts run the numpy code, as does a
+    # call numba cannot finish, a reshape of a strided view inside it, say; the compiled
+    # code wrote only arrays of its own)
+    other_layout = [f"    except ({mod.g('TypeError')}, {mod.g('NotImplementedError')}):  "
+                    "# another memory layout, or a reshape numba cannot do",
                     f"        return {mod.general()}({_spec_args(fc, namer)})"]
     if results is None:
         lines.append("    try:")

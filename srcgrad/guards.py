@@ -28,7 +28,7 @@ import numpy
 
 from .scopes import Path, describe as describe_scope, resolve as resolve_scope
 
-__all__ = ["Reads", "make_check", "fingerprint", "describe", "validate"]
+__all__ = ["Reads", "make_check", "with_defaults", "fingerprint", "describe", "validate"]
 
 _ATOMS = (bool, int, float, complex, str, bytes, type(None), range)
 _LIBRARIES = frozenset({"numpy", "math", "cmath", "builtins", "scipy", "srcgrad", "runtime",
@@ -285,6 +285,19 @@ def matches(v, snap) -> bool:
         return getattr(v, "__name__", None) == snap[1] and \
             getattr(v, "__self__", None) is snap[2]
     raise AssertionError(f"unknown guard {kind!r}")
+
+
+def with_defaults(check, fun):
+    """`check`, also false once `fun`'s default argument values are replaced (its
+    `__defaults__` or `__kwdefaults__` set anew: the compiled code took them as they were).
+    `check` itself for a function with no defaults."""
+    fn = getattr(fun, "__func__", fun)
+    d, k = getattr(fn, "__defaults__", None), getattr(fn, "__kwdefaults__", None)
+    if d is None and k is None:
+        return check
+    if check is None:
+        return lambda: fn.__defaults__ is d and fn.__kwdefaults__ is k
+    return lambda: fn.__defaults__ is d and fn.__kwdefaults__ is k and check()
 
 
 def make_check(guards):

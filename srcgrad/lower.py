@@ -924,9 +924,10 @@ class Lowerer:
         if isinstance(v, Var) and v.kind == "list":
             raise self.unsupported("iterating over a list built in a run-time loop or branch "
                                    "(np.stack it, and iterate over the array) is", it)
-        if isinstance(v, Var):
-            return _Plan(0, ops.getitem(ops.shape(v), 0), 1, lambda i: ops.getitem(v, i),
-                         hint="i")
+        if isinstance(v, Var):  # (*args: a tuple of arrays of any shapes, so len())
+            n = self.b.stage(LEN, [v], {}) if v.id in self.b.opaque else \
+                ops.getitem(ops.shape(v), 0)
+            return _Plan(0, n, 1, lambda i: ops.getitem(v, i), hint="i")
         if isinstance(v, range):
             return _Plan(v.start, v.stop, v.step, item=lambda i: i)
         try:
@@ -1725,8 +1726,9 @@ class Lowerer:
 
     def call_len(self, f, args, kwargs, node):
         (v,) = args
-        if isinstance(v, Var) and v.kind in ("list", "meta"):
-            # (a list, or a tuple known at run time: a shape, say)
+        if isinstance(v, Var) and (v.kind in ("list", "meta") or v.id in self.b.opaque):
+            # (a list, a tuple known at run time: a shape, say, or *args: arrays of any
+            # shapes, which np.shape could not stack)
             return self.b.stage(LEN, [v], {})
         if isinstance(v, Var):
             return ops.getitem(ops.shape(v), 0)

@@ -51,6 +51,9 @@ SPELLINGS = {
     "logaddexp2": "({0} == {1} ? {0} + (T)1 : ({0} > {1} ? "
                   "{0} + log1p(exp2({1} - {0})) * (T)1.4426950408889634 : ({0} < {1} ? "
                   "{1} + log1p(exp2({0} - {1})) * (T)1.4426950408889634 : {0} - {1})))",
+    # on booleans only (see _masks): a kernel's values are booleans or of its floating T
+    "bitwise_and": "{0} && {1}", "bitwise_or": "{0} || {1}", "bitwise_xor": "{0} != {1}",
+    "invert": "!{0}",
     # fused only with finite replacements given (see _fusible): numpy's defaults are the
     # largest values of the dtype
     "nan_to_num": "(isnan({0}) ? {nan} : ({0} == (T)INFINITY ? {posinf} : "
@@ -72,7 +75,14 @@ def _both_bounds(ins, params) -> bool:
     return not any(a is None for a in ins)  # np.clip(x, None, hi): one comparison only
 
 
-_WHEN = {"round": _no_decimals, "nan_to_num": _finite_replacements, "clip": _both_bounds}
+def _masks(ins, params) -> bool:
+    """Every operand a boolean array or a Python bool: the logical operators (an integer
+    operand is bitwise, and a kernel holds no integers)."""
+    return all(isinstance(a, bool) or getattr(a, "dclass", None) == ("bool",) for a in ins)
+
+
+_WHEN = {"round": _no_decimals, "nan_to_num": _finite_replacements, "clip": _both_bounds,
+         "bitwise_and": _masks, "bitwise_or": _masks, "bitwise_xor": _masks, "invert": _masks}
 
 for _name, _spelling in SPELLINGS.items():
     PRIMITIVES[_name].cuda = _spelling

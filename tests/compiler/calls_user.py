@@ -1,0 +1,31 @@
+"""Functions for tests/compiler/test_call_findings.py: defaults, *args of arrays of
+several shapes, reshapes of strided views."""
+import numpy as np
+
+
+def with_default(x, c=2.0):
+    return np.sum(np.sin(x)) * c
+
+
+def with_kwdefault(x, *, c=2.0):
+    return np.sum(np.cos(x)) * c
+
+
+def layers(x, *Ws):
+    h = x
+    for W in Ws:
+        h = np.tanh(W @ h)
+    return np.sum(h ** 2)
+
+
+def first_and_count(x, *rest):
+    return np.sum(x * rest[0]) + len(rest) * np.sum(x ** 2)
+
+
+def reshape_then_transpose(A, W):
+    return np.sum(A.reshape(2, 6).T * W)
+
+
+def transpose_then_reshape(A):
+    B = A.T.reshape(2, 6)
+    return np.sum(B ** 2 * np.arange(6.0))

@@ -1,0 +1,62 @@
+"""Findings of hunts for wrong, stale or crashing gradients in ordinary calls, each a test
+that failed before its fix: a function's defaults replaced after it was compiled, *args of
+arrays of several shapes (len() of them, a loop over them), a reshape of a strided view in
+code numba compiled."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import srcgrad
+from compiler_helpers import finite_differences
+
+import calls_user as U
+
+RNG = np.random.default_rng(13)
+
+
+@pytest.mark.parametrize("specialize", [False, True])
+def test_replaced_defaults_are_read_again(specialize):
+    x = RNG.normal(size=4)
+    for fn, attr, new in ((U.with_default, "__defaults__", (5.0,)),
+                          (U.with_kwdefault, "__kwdefaults__", {"c": 5.0})):
+        old = getattr(fn, attr)
+        try:
+            g = srcgrad.grad(fn, cache=False, specialize=specialize)
+            for _ in range(4):
+                g(x)
+            setattr(fn, attr, new)
+            np.testing.assert_allclose(g(x), finite_differences(fn, (x,), 0), rtol=1e-6,
+                                       err_msg=attr)
+        finally:
+            setattr(fn, attr, old)
+
+
+@pytest.mark.parametrize("specialize", [False, True])
+def test_star_args_of_several_shapes(specialize):
+    x = RNG.normal(size=4)
+    W1, W2 = RNG.normal(size=(3, 4)) * 0.5, RNG.normal(size=(2, 3)) * 0.5
+    for fn, args in ((U.layers, (x, W1, W2)), (U.first_and_count, (x, 2 * x, W1))):
+        g = srcgrad.grad(fn, cache=False, specialize=specialize)
+        for _ in range(4):
+            got = g(*args)
+        np.testing.assert_allclose(got, finite_differences(fn, args, 0), rtol=1e-6,
+                                   atol=1e-9, err_msg=fn.__name__)
+
+
+def test_numba_reshape_of_a_strided_view_runs_numpy():
+    pytest.importorskip("numba")
+    A, W = RNG.normal(size=(3, 4)), RNG.normal(size=(6, 2))
+    for fn, args, wrt in ((U.reshape_then_transpose, (A, W), (0, 1)),
+                          (U.transpose_then_reshape, (A,), (0,))):
+        want = srcgrad.grad(fn, wrt=wrt, cache=False, specialize=False)(*args)
+        g = srcgrad.grad(fn, wrt=wrt, cache=False, backend="numba")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            for _ in range(4):
+                got = g(*args)
+        for a, b in zip(got if isinstance(got, tuple) else (got,),
+                        want if isinstance(want, tuple) else (want,)):
+            np.testing.assert_allclose(a, b, rtol=1e-12, err_msg=fn.__name__)
