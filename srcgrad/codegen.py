@@ -753,11 +753,13 @@ class _BlockCtx:
                 name = em.mod.bind(f"_{e.prim.name}")
                 em.mod.reductions.append((e, name))
                 lines.append(f"{ind}{self.name(o)} = {name}({em.src(e.ins[0])})")
-            elif top and self.fc.free and self._in_place(e, i, last_use, eqns):
-                a = e.ins[0]
+            elif top and self.fc.free and \
+                    (k := self._in_place(e, i, last_use, eqns)) is not None:
+                a = e.ins[k]
                 op = e.prim.inplace_op
                 self.namer.names[o.id] = self.namer.names[a.id]
-                lines.append(ind + _norm(f"{self.namer.names[a.id]} {op}= {em.src(e.ins[1])}"))
+                lines.append(ind + _norm(f"{self.namer.names[a.id]} {op}= "
+                                         f"{em.src(e.ins[1 - k])}"))
             else:
                 lines.append(ind + _norm(f"{self.name(o)} = {em.expr(e, self.uses)}"))
             chk = self.fc.check_scalar
@@ -1018,19 +1020,29 @@ class _BlockCtx:
                 return False
         return True
 
-    def _in_place(self, e, i, last_use, eqns) -> bool:
-        """`a = a + b` may update `a` in place: `a` is a fresh array this function made
-        (an elementwise result), dead after this use, of the result's shape and dtype."""
-        if e.prim.inplace_op is None or not isinstance(e.ins[0], Var):
+    def _in_place(self, e, i, last_use, eqns) -> "int | None":
+        """The operand k that `a = a + b` may update in place (`a += b`), or None: `a` is a
+        fresh array this function made (an elementwise result), dead after this use, of
+        the result's shape and dtype. For + and * either operand (`b * a` is `a * b` bit
+        for bit): `m = y * m_1` becomes `m_1 *= y`."""
+        if e.prim.inplace_op is None:
+            return None
+        for k in ((0, 1) if e.prim.inplace_op in ("+", "*") else (0,)):
+            if self._updatable_operand(e, k, i, last_use, eqns):
+                return k
+        return None
+
+    def _updatable_operand(self, e, k, i, last_use, eqns) -> bool:
+        a, b, o = e.ins[k], e.ins[1 - k], e.outs[0]
+        if not isinstance(a, Var):
             return False
-        a, o = e.ins[0], e.outs[0]
         if last_use.get(a.id) != i or a.id in self.returned or a.id in self.inputs or \
                 a.id in self.fc.keep:
             return False
-        if a.sclass != o.sclass or not self._keeps_dtype(a, e.ins[1]) or \
+        if a.sclass != o.sclass or not self._keeps_dtype(a, b) or \
                 a.id not in self.namer.names:
             return False
-        if isinstance(e.ins[1], Var) and e.ins[1] is a:
+        if isinstance(b, Var) and b is a:
             return False
         made = self.made.get(a.id)
         if made is None or not made.prim.updatable or a.id in self.em.maybe_py:
@@ -1042,8 +1054,9 @@ class _BlockCtx:
         floating array and `b` a Python number or an array of `a`'s dtype."""
         if not _inexact(a, self.em.floating):
             return False
-        if isinstance(b, Var):
-            return b.dclass == a.dclass and _inexact(b, self.em.floating)
+        if isinstance(b, Var):  # (one known floating dtype: a variant's float64 inputs)
+            return b.dclass == a.dclass and (_inexact(b, self.em.floating) or (
+                b.dclass[0] == "f" and isinstance(b.dclass[1], str)))
         return isinstance(b, numbers.Real)
 
     def _owns(self, a, i, last_use) -> bool:

@@ -23,12 +23,22 @@ import contextvars
 
 from runtime import ops
 from runtime.ops import apply_vjp
+from runtime.ops.lists import LIST_STACKED_ZEROS
 
 from .ir import (COND, FOR, NEWSTACK, POP, PUSH, WHILE, Block, Eqn, Graph, Var, checked,
                  iter_vars, located_error, referenced, subst)
 from .staging import INT_VALUED, Builder, known_shape, staging
 
+
 __all__ = ["activity", "reverse", "CarryClassDisproved", "carry_classes_unassumed"]
+
+
+def _zeros_like(v):
+    """A zero cotangent for `v`: zeros of its shape; for a run-time list, of its items
+    stacked (refused at run time, with what to write, where their shapes differ)."""
+    if isinstance(v, Var) and v.kind == "list":
+        return LIST_STACKED_ZEROS(v)
+    return ops.zeros_like(v)
 
 #: whether an adjoint loop takes the cotangent it carries to have its value's shape, where
 #: that shape is known (a specialized variant's): checked when the loop is made
@@ -207,7 +217,7 @@ class _Reverser:
                     b.eqns = eqns
                     b.hint = "d" + v.hint
                     with staging(b):
-                        ct = ops.zeros_like(v)
+                        ct = _zeros_like(v)
                     b.pop_block()
                 vals[side].append(ct)
         b.loc = e.loc
@@ -292,7 +302,7 @@ class _Reverser:
                 ct = local.pop(carry[k].id, None)
                 if ct is None:
                     b.hint = "d" + carry[k].hint
-                    ct = ops.zeros_like(carry[k])
+                    ct = _zeros_like(carry[k])
                 lp.nexts.append(ct)
             _check_assumed([lp.dcs[k] for k in lp.act], lp.nexts, "the next value")
             refs = referenced(body.eqns, body.outs)
@@ -399,13 +409,13 @@ class _Reverser:
                 g = gs[k]
                 if g is None:
                     b.hint = "d" + carry[k].hint
-                    g = ops.zeros_like(e.outs[k])
+                    g = _zeros_like(e.outs[k])
                 init_vals.append(g)
             for vid, (v, acc) in lp.accs.items():
                 prev = cts.pop(vid, None)
                 if prev is None:
                     b.hint = "d" + v.hint
-                    prev = ops.zeros_like(v)
+                    prev = _zeros_like(v)
                 init_vals.append(prev)
         adj_carry = [lp.dcs[k] for k in lp.act] + [acc for _, acc in lp.accs.values()]
         _check_assumed(adj_carry, init_vals, "the initial value")

@@ -1158,6 +1158,10 @@ class ProgramWriter:
             except (FloatingPointError, ValueError, IndexError, TypeError,
                     ZeroDivisionError) as err:
                 raise Reject(str(err)) from None
+        if recur and len({np.shape(item) for item in ns[names[0]]}) > 1:
+            # (items broadcast to a later shape than the first ones: srcgrad refuses such a
+            # list at run time, since its gradient stacks the items; test_list_positions)
+            raise Reject("a list of items of several shapes")
         for n in outs:
             x = np.asarray(ns[n])
             if x.dtype.kind != "f" or not np.all(np.isfinite(x)) or \

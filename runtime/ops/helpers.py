@@ -67,9 +67,11 @@ def take_scratch(pool, new):
 
 
 from .lists import LIST_POS as _LIST_POS  # noqa: E402  (a run-time list's item position)
+from .lists import LIST_STACKED_ZEROS as _STACKED_ZEROS  # noqa: E402
 
 HELPERS["as_float"] = as_float
 HELPERS["list_pos"] = list_pos = _LIST_POS.impl
+HELPERS["stacked_zeros"] = stacked_zeros = _STACKED_ZEROS.impl
 HELPERS["check_scalar"] = check_scalar
 HELPERS["take_scratch"] = take_scratch
 __all__ = sorted(HELPERS)

@@ -15,6 +15,7 @@ from .core import Primitive, call
 from .shapes import getitem, moveaxis, scatter_add, zeros_like
 
 __all__ = ["LIST_FROM", "LIST_APPEND", "LIST_ZEROS", "LIST_GET", "LIST_GET_GRAD", "LIST_POS",
+           "LIST_STACKED_ZEROS",
            "STACK_LIST"]
 
 
@@ -62,6 +63,26 @@ def _list_pos(lst, index):
 # list may grow afterwards, and the cotangent of `lst[-1]` belongs at the item it read,
 # not at the last item of the grown list)
 LIST_POS = Primitive("list_pos", _list_pos, meta=True, zero_grad=True, spell=call("list_pos"))
+
+
+def _stacked_zeros(lst):
+    """Zeros of `np.stack(lst)`'s shape and dtype: the cotangent of a run-time list is its
+    items' cotangents stacked, so the items must have one shape."""
+    shapes = sorted({numpy.shape(e) for e in lst})
+    if len(shapes) > 1:
+        raise ValueError(
+            "srcgrad: the items of a list built in a run-time loop have different shapes "
+            f"({', '.join(map(str, shapes[:4]))}); its gradient stacks them, so they must "
+            "have one shape: broadcast the first items to the shape of the later ones "
+            "(np.broadcast_to(x, shape) * 1.0), or keep them in separate variables")
+    from ..backend import get_xp
+
+    return get_xp(*lst).zeros_like(lst) if lst else numpy.zeros((0,))
+
+
+# the zero cotangent of a run-time list (the reverse pass's start for a loop's list)
+LIST_STACKED_ZEROS = Primitive("stacked_zeros", _stacked_zeros, differentiable=False,
+                               zero_grad=True, creator=True, spell=call("stacked_zeros"))
 
 
 def _list_get_grad(g, index, lst):

@@ -30,3 +30,12 @@ def too_far_back(x):
     for _ in range(2):
         hs.append(hs[-3] * 2.0)
     return np.sum(hs[-1])
+
+
+def growing_items(x, n):
+    hs = [x, x * 0.5]
+    outs = []
+    for t in range(n):
+        hs.append(np.tanh(hs[-1]) + np.ones(3) * t)
+        outs.append(hs[-1] * 2.0)
+    return np.sum(np.stack(outs))

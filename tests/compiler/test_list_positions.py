@@ -49,3 +49,11 @@ def test_a_position_out_of_range_raises_like_python():
         U.too_far_back(x)
     with pytest.raises(IndexError):
         srcgrad.grad(U.too_far_back, cache=False)(x)
+
+
+def test_items_of_several_shapes_are_refused_with_what_to_write():
+    """The gradient stacks a run-time list's items: items of several shapes (a 0-d start,
+    then vectors) are refused with a clear error, not a numpy traceback."""
+    x = np.array(0.3)
+    with pytest.raises(ValueError, match="different shapes.*np.broadcast_to"):
+        srcgrad.grad(U.growing_items, cache=False, specialize=False)(x, 2)

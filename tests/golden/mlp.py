@@ -27,19 +27,18 @@ def grad_mlp(W1, b1, W2, b2, X, Y):
     out_shape_3 = broadcast_shapes(out_shape_2, np.shape(Y))
     dout_1 = 0.5 / out_2.size
     dout = np.broadcast_to(dout_1, out_shape_3)
-    dout_2 = 2 * out_2
-    del out_2
-    dout_3 = dout * dout_2
-    del dout, dout_2
-    dout_4 = sum_to(dout_3, out_shape_2)
-    del dout_3
+    out_2 *= 2
+    dout_2 = dout * out_2
+    del dout, out_2
+    dout_3 = sum_to(dout_2, out_shape_2)
+    del dout_2
     # grad of: out = h @ W2 + b2   (golden_functions.py:26)
-    dout_5 = sum_to(dout_4, out_shape_1)
-    db2 = sum_to(dout_4, b2_shape_1)
+    dout_4 = sum_to(dout_3, out_shape_1)
+    db2 = sum_to(dout_3, b2_shape_1)
+    del dout_3
+    dh = matmul_grad_a(dout_4, h, W2)
+    dW2 = matmul_grad_b(dout_4, h, W2)
     del dout_4
-    dh = matmul_grad_a(dout_5, h, W2)
-    dW2 = matmul_grad_b(dout_5, h, W2)
-    del dout_5
     # grad of: h = np.tanh(X @ W1 + b1)   (golden_functions.py:25)
     dh_1 = np.square(h)
     del h

@@ -12,15 +12,14 @@ def grad_poly(x, y):
     y = as_float(y)
     # z = np.log(3 * x ** 2 + 5 * x * y)   (golden_functions.py:12)
     z_1 = x ** 2
-    z_2 = 3 * z_1
-    del z_1
-    z_3 = 5 * x
-    z_4 = z_3 * y
-    z_5 = z_2 + z_4
-    del z_2, z_4
+    z_1 *= 3
+    z_2 = 5 * x
+    z_3 = z_2 * y
+    z_4 = z_1 + z_3
+    del z_1, z_3
     # grad of: z = np.log(3 * x ** 2 + 5 * x * y)   (golden_functions.py:12)
-    dz = 1.0 / z_5
-    del z_5
+    dz = 1.0 / z_4
+    del z_4
     x_shape_1 = x.shape
     dz_1 = sum_to(dz, x_shape_1)
     y_shape_1 = y.shape
@@ -30,8 +29,8 @@ def grad_poly(x, y):
     dz_3 = dz_2 * y
     dz_4 = sum_to(dz_3, x_shape_1)
     del dz_3
-    dy_1 = dz_2 * z_3
-    del dz_2, z_3
+    dy_1 = dz_2 * z_2
+    del dz_2, z_2
     dy = sum_to(dy_1, y_shape_1)
     del dy_1
     dx = dz_4 * 5
@@ -53,18 +52,16 @@ def grad_poly(x, y):
 def grad_poly_same_shapes(x, y):
     # z = np.log(3 * x ** 2 + 5 * x * y)   (golden_functions.py:12)
     z_1 = x ** 2
-    z_2 = 3 * z_1
-    del z_1
-    z_3 = 5 * x
-    z_4 = z_3 * y
-    z_2 += z_4
-    del z_4
-    # grad of: z = np.log(3 * x ** 2 + 5 * x * y)   (golden_functions.py:12)
-    dz = 1.0 / z_2
-    del z_2
-    dz_1 = dz * y
-    dy = dz * z_3
+    z_1 *= 3
+    z_2 = 5 * x
+    z_3 = z_2 * y
+    z_1 += z_3
     del z_3
+    # grad of: z = np.log(3 * x ** 2 + 5 * x * y)   (golden_functions.py:12)
+    dz = 1.0 / z_1
+    del z_1
+    dz_1 = dz * y
+    z_2 *= dz
     dz_1 *= 5
     dz *= 3
     dx_1 = 2 * x
@@ -72,4 +69,4 @@ def grad_poly_same_shapes(x, y):
     del dx_1
     dz_1 += dz
     del dz
-    return (dz_1, dy)
+    return (dz_1, z_2)

@@ -49,18 +49,18 @@ def grad_mlp_loss(W1, b1, W2, b2, X, Y):
     del dlogp_1
     dlogp_3 = dlogp_2 / logp_2
     del dlogp_2, logp_2
-    dzs_1 = dlogp_3 * logp_1
-    del dlogp_3, logp_1
-    dzs = dlogp + dzs_1
-    del dlogp, dzs_1
+    logp_1 *= dlogp_3
+    del dlogp_3
+    logp_1 += dlogp
+    del dlogp
     # grad of: z = h @ W2 + b2   (specialize_user.py:11)
-    db2 = dzs.sum(axis=0)
+    db2 = logp_1.sum(axis=0)
     dh_1 = W2.T
-    dh = dzs @ dh_1
+    dh = logp_1 @ dh_1
     del dh_1
     dW2_1 = h.T
-    dW2 = dW2_1 @ dzs
-    del dW2_1, dzs
+    dW2 = dW2_1 @ logp_1
+    del dW2_1, logp_1
     # grad of: h = np.tanh(X @ W1 + b1)   (specialize_user.py:10)
     dh_2 = np.square(h)
     del h
