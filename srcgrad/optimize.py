@@ -71,6 +71,27 @@ def _array(v) -> bool:
     return isinstance(v, Var) and v.kind == "array"
 
 
+def _forgets_dtype(out, r) -> bool:
+    """Replacing `out` by `r` would lose its known dtype: `out` has one (a specialized
+    variant's float64, or a loop carry's taken from its primal), `r` a class the IR cannot
+    tell equal (`sum_to(g, ())` of an () g: the same array, but a loop whose carry starts
+    from it needs the class to hold)."""
+    d = getattr(out, "dclass", None)
+    return isinstance(r, Var) and isinstance(d, tuple) and len(d) == 2 and \
+        isinstance(d[1], str) and r.dclass != d
+
+
+def _refined(r, out):
+    """`r`, which a rewrite found equal to `out` (dtype included: the rewrites keep it),
+    with `out`'s known dtype class where its own tells less; _KEEP where it tells another
+    known dtype (a rewrite that would change the dtype is not made)."""
+    d = r.dclass
+    if isinstance(d, tuple) and len(d) == 2 and isinstance(d[1], str):
+        return _KEEP
+    r.dclass = out.dclass
+    return r
+
+
 def _keeps_dtype(x, c=None, true_divide: bool = False) -> bool:
     """`x op c` (c a Python number: 0, 1, 0.0, 1.0) surely has `x`'s dtype, so the identity
     may drop the op: x floating (a float of any width keeps its dtype against a Python
@@ -516,6 +537,11 @@ class _Run:
             e = todo.pop()
             if e.prim.structured:
                 e.ins = [self.res_tree(a) for a in e.ins]
+                if e.prim is FOR:  # (a rewrite may have lost what an initial value's
+                    # dtype is, which the loop's carry was checked against: it is that)
+                    for c, v in zip(e.params["carry"], e.ins[3:]):
+                        if _forgets_dtype(c, v):
+                            _refined(v, c)
                 for b in e.blocks():
                     b.eqns = self.block(b.eqns, seen, dict(producer))
                     b.outs = [self.res_tree(v) for v in b.outs]
@@ -544,6 +570,8 @@ class _Run:
                 self._replace(e, memo, producer)
                 return []
             staged, r = self.simplify(e, ctx)
+            if r is not _KEEP and _forgets_dtype(e.outs[0], r):
+                r = _refined(r, e.outs[0])
             if r is not _KEEP:
                 for extra in staged:
                     producer[extra.outs[0].id] = extra

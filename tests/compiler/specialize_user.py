@@ -186,3 +186,16 @@ def reductions_of_both(X, s):
     """Reductions of an array and of a number (a Python float has no `.sum` method)."""
     col = np.sum(X * X, axis=0)
     return np.max(col) * np.sum(s * s) + np.mean(np.transpose(X) @ X)
+
+
+C0 = np.linspace(-1.0, 1.0, 1).reshape(())
+
+
+def empty_loop_then_maximum(p0, p1, p2):
+    """A 0-d value carried by a loop that runs no step, then np.maximum (found by the
+    random programs: a rewrite lost the dtype of the adjoint loop's initial value)."""
+    v1 = np.sin(p1)
+    for i2 in range(0):
+        v1 = v1 * 0.5 + np.tanh(np.sin(v1)) * i2
+    v3 = np.maximum(v1, C0)
+    return np.mean(v3)

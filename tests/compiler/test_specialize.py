@@ -381,3 +381,15 @@ def test_reductions_and_transposes_of_arrays_are_methods():
     for i, arg in enumerate((X, 0.7)):
         fd = finite_differences(U.reductions_of_both, (X, 0.7), i)
         np.testing.assert_allclose(got[i], fd, rtol=1e-6, atol=1e-8)
+
+
+def test_a_rewrite_keeps_what_a_loop_init_dtype_is():
+    args = [np.array(0.54784675), np.array(-0.92085314), np.array(-1.8361059)]
+    g = fresh(U.empty_loop_then_maximum, wrt=(1,))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # (a variant that failed to build)
+        src = g.specialized_source(*args)
+        got = g(*args)
+    assert "Specialized" in src
+    np.testing.assert_allclose(got, finite_differences(U.empty_loop_then_maximum, args, 1),
+                               rtol=1e-6)
