@@ -81,14 +81,12 @@ def grad_two_layer_loss(params_W1, params_b1, params_W2, params_b2, X, y, reg):
     dloss_3 = np.broadcast_to(dloss_2, params_W2.shape)
     dparams_W2 = dloss_3 * params_W2
     del dloss_3
-    dparams_W2_1 = 2 * dparams_W2
-    del dparams_W2
+    dparams_W2 *= 2
     dloss_4 = np.broadcast_to(dloss_2, params_W1.shape)
     del dloss_2
     dparams_W1 = dloss_4 * params_W1
     del dloss_4
-    dparams_W1_1 = 2 * dparams_W1
-    del dparams_W1
+    dparams_W1 *= 2
     # grad of: loss = -np.sum(log_probs[np.arange(N), y]) / N   (layers.py:32)
     dloss_5 = 1.0 / N_2
     dloss_6 = sum_to(dloss_5, ())
@@ -125,10 +123,10 @@ def grad_two_layer_loss(params_W1, params_b1, params_W2, params_b2, X, y, reg):
     dparams_b2 = sum_to(dscores, params_b2_shape_1)
     del dscores
     dx_row = dot_grad_a(dout, x_row_1, params_W2)
-    dparams_W2_2 = dot_grad_b(dout, x_row_1, params_W2)
+    dparams_W2_1 = dot_grad_b(dout, x_row_1, params_W2)
     del dout, x_row_1
-    dparams_W2_3 = dparams_W2_1 + dparams_W2_2
-    del dparams_W2_1, dparams_W2_2
+    dparams_W2_2 = dparams_W2 + dparams_W2_1
+    del dparams_W2, dparams_W2_1
     # grad of: x_row = x.reshape(N, -1)   (layers.py:8)
     dh = np.reshape(dx_row, a_shape_1)
     del dx_row
@@ -145,16 +143,16 @@ def grad_two_layer_loss(params_W1, params_b1, params_W2, params_b2, X, y, reg):
     dout_1 = sum_to(da, out_shape_1)
     dparams_b1 = sum_to(da, params_b1_shape_1)
     del da
-    dparams_W1_2 = dot_grad_b(dout_1, x_row, params_W1)
+    dparams_W1_1 = dot_grad_b(dout_1, x_row, params_W1)
     del dout_1, x_row
-    dparams_W1_3 = dparams_W1_1 + dparams_W1_2
-    del dparams_W1_1, dparams_W1_2
-    dparams_W1_4 = cast_like(dparams_W1_3, params_W1)
-    del dparams_W1_3
+    dparams_W1_2 = dparams_W1 + dparams_W1_1
+    del dparams_W1, dparams_W1_1
+    dparams_W1_3 = cast_like(dparams_W1_2, params_W1)
+    del dparams_W1_2
     dparams_b1_1 = cast_like(dparams_b1, params_b1)
     del dparams_b1
-    dparams_W2_4 = cast_like(dparams_W2_3, params_W2)
-    del dparams_W2_3
+    dparams_W2_3 = cast_like(dparams_W2_2, params_W2)
+    del dparams_W2_2
     dparams_b2_1 = cast_like(dparams_b2, params_b2)
     del dparams_b2
-    return {'W1': dparams_W1_4, 'b1': dparams_b1_1, 'W2': dparams_W2_4, 'b2': dparams_b2_1}
+    return {'W1': dparams_W1_3, 'b1': dparams_b1_1, 'W2': dparams_W2_3, 'b2': dparams_b2_1}
