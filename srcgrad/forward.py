@@ -13,6 +13,8 @@ JVP of its graph along the basis directions of the new `wrt` argument.
 """
 from __future__ import annotations
 
+import numpy
+
 from runtime import ops
 from runtime.ops import apply_jvp
 from runtime.ops.lists import LIST_ZEROS
@@ -82,6 +84,8 @@ class _Forward:
         if isinstance(v, Var):
             self.b.hint = "t" + v.hint
             return ops.zeros_like(v)
+        if numpy.ndim(v):  # a constant array (a folded value): zeros of its shape
+            return numpy.zeros(numpy.shape(v))
         return 0.0
 
     def _reopen(self, eqns, fn):

@@ -380,6 +380,32 @@ def test_hvp_is_hessian_times_v(name, fn, x, rest):
     close(hv, H @ v, "hvp vs H @ v", 1e-10, 1e-10 * (1 + np.max(np.abs(H))))
 
 
+def trace_of_power(A):
+    B = A
+    for _ in range(3):
+        B = B @ A
+    return np.trace(B)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_hvp_of_a_loop_whose_seed_is_a_constant_array(backend):
+    """In a specialized variant the seed of `trace` folds to a constant identity matrix;
+    its tangent (the initial value of a carried tangent) was the scalar 0.0 instead of
+    zeros of the matrix's shape, and the adjoint matmul raised."""
+    if backend == "numba" and importlib.util.find_spec("numba") is None:
+        pytest.skip("numba is not installed")
+    rng = np.random.default_rng(3)
+    A, v = rng.standard_normal((4, 4)), rng.standard_normal((4, 4))
+    g = srcgrad.grad(trace_of_power)
+    eps = 1e-6
+    expected = (g(A + eps * v) - g(A - eps * v)) / (2 * eps)
+    hvp = srcgrad.hvp(trace_of_power, backend=backend)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error" if backend == "numpy" else "ignore")
+        for _ in range(3):  # the first call, then the specialized variant
+            close(hvp(A, v), expected, "hvp vs finite differences of grad", 1e-6, 1e-6)
+
+
 def test_hessian_closed_forms():
     x = np.array([0.3, -1.2, 2.0, 0.5])
     p = np.exp(x) / np.sum(np.exp(x))
