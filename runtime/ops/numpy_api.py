@@ -298,7 +298,8 @@ def _reduction(prim, fname):
 
 for _f, _p, _m in ((numpy.sum, R.sum, "sum"), (numpy.mean, R.mean, "mean"),
                    (numpy.prod, R.prod, "prod"), (numpy.max, R.max, "max"),
-                   (numpy.min, R.min, "min")):
+                   (numpy.min, R.min, "min"), (numpy.any, R.any, "any"),
+                   (numpy.all, R.all, "all")):
     spelling(_f, method=_m)(_reduction(_p, f"numpy.{_m}"))
 NUMPY[numpy.amax] = NUMPY[numpy.max]
 NUMPY[numpy.amin] = NUMPY[numpy.min]

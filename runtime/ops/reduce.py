@@ -19,8 +19,8 @@ from .core import call, defop, method
 from .elementwise import add, divide, equal, exp, logical_and, multiply, subtract, where
 from .shapes import broadcast_to, expand_dims, flip, ones_like, shape
 
-__all__ = ["sum", "mean", "prod", "max", "min", "var", "std", "logsumexp", "reduced_size",
-           "unreduce", "norm", "cumsum", "cumprod"]
+__all__ = ["sum", "mean", "prod", "max", "min", "var", "std", "any", "all", "logsumexp",
+           "reduced_size", "unreduce", "norm", "cumsum", "cumprod"]
 
 _RED = dict(axis=None, keepdims=False)
 
@@ -137,14 +137,14 @@ def _logsumexp(x, axis=None, keepdims=False):
     return r if keepdims else xp.squeeze(r, axis=axis)
 
 
-def _reduction(name, impl, rule, extra=None, **kw):
+def _reduction(name, impl, rule=None, extra=None, **kw):
     defaults = dict(_RED, **(extra or {}))
     return defop(name, impl, rule, defaults=defaults, kind="reduction",
                  spell=call(f"np.{name}" if name != "logsumexp" else "logsumexp"),
                  array_spell=method(name) if name in _ARRAY_METHODS else None, **kw)
 
 
-_ARRAY_METHODS = {"sum", "mean", "prod", "max", "min", "var", "std"}  # ndarray has them
+_ARRAY_METHODS = {"sum", "mean", "prod", "max", "min", "var", "std", "any", "all"}
 
 
 sum = _reduction("sum", _method("sum"), vjp_sum, reads_inputs=False, dtype="same_if_float")
@@ -158,6 +158,9 @@ min = _reduction("min", _method("min"), vjp_max, reads_out=True,
 var = _reduction("var", _method("var"), vjp_var, extra=dict(ddof=0), dtype="float")
 std = _reduction("std", _method("std"), vjp_std, extra=dict(ddof=0), reads_out=True,
                   convention="0 where std is 0", dtype="float")
+#: truth tests (booleans: no derivative; the compiler treats their results as constants)
+any = _reduction("any", _method("any"), differentiable=False, zero_grad=True)
+all = _reduction("all", _method("all"), differentiable=False, zero_grad=True)
 logsumexp = _reduction("logsumexp", _logsumexp, vjp_logsumexp, reads_out=True,
                        convention="stable form", dtype="float")
 

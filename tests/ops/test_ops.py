@@ -370,6 +370,12 @@ for _p, _ref, _dom in REDUCTIONS:
         spec(_p, [A((2, 3, 4), _dom)], dict(axis=_axis, keepdims=_keep), ref=_ref)
     spec(_p, [A((5,), _dom)], dict(axis=0), ref=_ref)
     spec(_p, [A((), _dom)], ref=_ref)
+# truth tests: booleans and numbers (NaN is true), no derivative
+for _p, _ref in (("any", np.any), ("all", np.all)):
+    for _dom in (boolean, specials, small_ints):
+        for _axis, _keep in ((None, False), (1, True), ((0, 2), False)):
+            spec(_p, [A((2, 3, 4), _dom)], dict(axis=_axis, keepdims=_keep), ref=_ref)
+    spec(_p, [A((0, 3), boolean)], dict(axis=0), ref=_ref)
 for _p, _ref in (("var", np.var), ("std", np.std)):
     spec(_p, [A((3, 4))], dict(axis=1, ddof=1), ref=_ref)
     spec(_p, [A((3, 4))], dict(axis=None, keepdims=True, ddof=1), ref=_ref)
