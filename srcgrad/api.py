@@ -54,6 +54,15 @@ _MODULES = sys.modules
 _DASK_NAME = "dask.array"  # in sys.modules once the user has dask arrays
 
 
+def _call_method(fun):
+    """An object whose class defines `__call__` in Python (a model, a loss): its bound
+    `__call__`, a method like any other."""
+    call = getattr(type(fun), "__call__", None)
+    if isinstance(fun, type) or not isinstance(call, types.FunctionType):
+        return fun
+    return fun.__call__
+
+
 def _resolve_wrt(fun, wrt, argnums, src=None):
     """(tuple of parameter indices, whether the user asked for a tuple)."""
     if argnums is not None:
@@ -145,6 +154,7 @@ class CompiledFunction:
             raise _composition_error(self.kind, fun)
         if not callable(fun):
             raise TypeError(f"srcgrad.{self.kind} needs a function, got {type(fun).__name__}")
+        fun = _call_method(fun)
         if isinstance(fun, types.MethodType) and \
                 not isinstance(fun.__func__, types.FunctionType):
             raise TypeError(f"srcgrad.{self.kind} of {fun.__qualname__}: a method of a "

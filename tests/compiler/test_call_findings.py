@@ -60,3 +60,19 @@ def test_numba_reshape_of_a_strided_view_runs_numpy():
         for a, b in zip(got if isinstance(got, tuple) else (got,),
                         want if isinstance(want, tuple) else (want,)):
             np.testing.assert_allclose(a, b, rtol=1e-12, err_msg=fn.__name__)
+
+
+@pytest.mark.parametrize("specialize", [False, True])
+def test_an_object_called_as_a_function(specialize):
+    """grad(model) of an object whose class defines __call__: its bound __call__, whose
+    attribute reads are checked at each call like any method's."""
+    x = RNG.normal(size=(4, 3))
+    model = U.Model(RNG.normal(size=(3, 2)), 2.0)
+    g = srcgrad.grad(model, cache=False, specialize=specialize)
+    for scale, W in ((2.0, model.W), (5.0, model.W), (5.0, model.W * 2)):
+        model.scale, model.W = scale, W
+        for _ in range(3):
+            np.testing.assert_allclose(g(x), finite_differences(model, (x,), 0), rtol=1e-6,
+                                       atol=1e-9)
+    value, _ = srcgrad.value_and_grad(model, cache=False)(x)
+    assert value == model(x)
