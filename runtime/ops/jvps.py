@@ -24,7 +24,7 @@ LINEAR = {
     "setitem", "cast_like", "astype", "sum", "mean", "trace", "trace_transpose", "to_device",
     "to_float", "copy", "diag", "diag_grad", "diagonal", "diagonal_grad", "tril", "triu", "repeat",
     "repeat_grad", "tile", "tile_grad", "roll", "cumsum",
-    "nonzero_divisor",
+    "nonzero_divisor", "float_gate",
 }
 MULTILINEAR_SUFFIX = ("matmul", "dot", "inner", "outer", "tensordot", "kron", "cross", "einsum")
 REDUCTIONS = {"prod", "max", "min", "var", "std", "logsumexp", "norm"}

@@ -509,13 +509,53 @@ def size(a, axis=None):
     return R.reduced_size(a, axis=axis)
 
 
+class DtypeOf:
+    """`a.dtype` of an array known only when the code runs (a staged value): a dtype
+    argument (`np.zeros(n, dtype=x.dtype)`, `y.astype(x.dtype)`) that casts the result
+    like `a`. It is nothing else: comparing it or taking its attributes is refused, since
+    its value is not known when the code is written."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, array):
+        self.array = array
+
+    def _refuse(self, *_):
+        raise UnsupportedArgument(
+            "an array's .dtype is known only when the code runs: it can be passed as a "
+            "dtype (np.zeros(n, dtype=x.dtype), y.astype(x.dtype)), but not compared, "
+            "hashed or inspected (to branch on a dtype, pass it as an argument)")
+
+    __eq__ = __ne__ = __bool__ = __getattr__ = _refuse
+    __hash__ = None
+
+    def __repr__(self):
+        return f"{self.array!r}.dtype"
+
+
+def _dtype_of(a):
+    return DtypeOf(a) if _symbolic(a) else numpy.asarray(a).dtype
+
+
+ATTRIBUTES["dtype"] = _dtype_of
+
+
+def _as_dtype(r, dtype):
+    """`r` in `dtype` (None: as it is; an array's run-time dtype: cast like that array)."""
+    if dtype is None:
+        return r
+    if isinstance(dtype, DtypeOf):
+        return S.convert_like(r, dtype.array)
+    return S.astype(r, _dtype_name(dtype))
+
+
 @spelling(numpy.asarray, numpy.asanyarray)
 def asarray(a, dtype=None, order=None, **kw):
-    return a if dtype is None else S.astype(a, _dtype_name(dtype))
+    return _as_dtype(a, dtype)
 
 
 def _astype_method(a, dtype, copy=True):
-    return S.astype(a, _dtype_name(dtype))
+    return _as_dtype(a, dtype)
 
 
 METHODS["astype"] = _astype_method
@@ -532,10 +572,10 @@ def array(obj, dtype=None, copy=True, **kw):
         elems = [array(o) if isinstance(o, (list, tuple)) else o for o in obj]
         if any(_symbolic(e) for e in elems):
             r = S.stack(*elems, axis=0)
-            return r if dtype is None else S.astype(r, _dtype_name(dtype))
+            return _as_dtype(r, dtype)
         return numpy.array(elems, dtype=dtype)
     if _symbolic(obj):
-        return obj if dtype is None else S.astype(obj, _dtype_name(dtype))
+        return _as_dtype(obj, dtype)
     return numpy.array(obj, dtype=dtype)
 
 
@@ -544,7 +584,7 @@ def array(obj, dtype=None, copy=True, **kw):
 @spelling(numpy.zeros_like)
 def zeros_like(a, dtype=None, **kw):
     r = S.zeros_like(a)
-    return r if dtype is None else S.astype(r, _dtype_name(dtype))
+    return _as_dtype(r, dtype)
 
 
 @spelling(numpy.empty_like)
@@ -557,7 +597,7 @@ def empty_like(a, dtype=None, **kw):
 @spelling(numpy.ones_like)
 def ones_like(a, dtype=None, **kw):
     r = S.ones_like(a)
-    return r if dtype is None else S.astype(r, _dtype_name(dtype))
+    return _as_dtype(r, dtype)
 
 
 @spelling(numpy.full_like)
@@ -565,16 +605,24 @@ def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, **kw
     _refuse("numpy.full_like", shape=shape)
     r = E.add(S.zeros_like(a), fill_value)
     # numpy casts the fill value to a's dtype (full_like(int array, 2.5) holds 2s)
-    return S.cast_like(r, a) if dtype is None else S.astype(r, _dtype_name(dtype))
+    return S.convert_like(r, a) if dtype is None else _as_dtype(r, dtype)
 
 
 def _dt(dtype):
     return {} if dtype is None else {"dtype": _dtype_name(dtype)}
 
 
+def _created(make, dtype, *args):
+    """`make(*args, dtype=...)`, or, for an array's run-time dtype, made in the default
+    dtype and cast like that array."""
+    if isinstance(dtype, DtypeOf):  # a new array (which numpy writes into in place)
+        return S.astype_of(make(*args), dtype.array)
+    return make(*args, **_dt(dtype))
+
+
 @spelling(numpy.zeros)
 def zeros(shape, dtype=float, order="C"):
-    return S.zeros(_shape_tuple(shape), **_dt(dtype))
+    return _created(S.zeros, dtype, _shape_tuple(shape))
 
 
 @spelling(numpy.empty)
@@ -584,30 +632,30 @@ def empty(shape, dtype=float, order="C"):
 
 @spelling(numpy.ones)
 def ones(shape, dtype=None, order="C"):
-    return S.ones(_shape_tuple(shape), **_dt(dtype))
+    return _created(S.ones, dtype, _shape_tuple(shape))
 
 
 @spelling(numpy.full)
 def full(shape, fill_value, dtype=None, order="C"):
     if _symbolic(fill_value):  # differentiable in fill_value
         r = S.broadcast_to(fill_value, _shape_tuple(shape))
-        return r if dtype is None else S.astype(r, _dtype_name(dtype))
-    return S.full(_shape_tuple(shape), fill_value, **_dt(dtype))
+        return _as_dtype(r, dtype)
+    return _created(lambda **kw: S.full(_shape_tuple(shape), fill_value, **kw), dtype)
 
 
 @spelling(numpy.eye)
 def eye(N, M=None, k=0, dtype=float):
-    kw = _dt(dtype)
+    kw = {}
     if M is not None:
         kw["M"] = M
     if k:
         kw["k"] = k
-    return S.eye(N, **kw)
+    return _created(lambda **d: S.eye(N, **kw, **d), dtype)
 
 
 @spelling(numpy.arange)
 def arange(*args, dtype=None, **kw):
-    return S.arange(*args, **kw, **_dt(dtype))
+    return _created(lambda **d: S.arange(*args, **kw, **d), dtype)
 
 
 def _shape_tuple(s):
@@ -1174,8 +1222,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     div = (num - 1) if endpoint else num
     if not (_symbolic(start) or _symbolic(stop)):
         y = S.linspace(start, stop, num=num, endpoint=bool(endpoint), axis=axis)
-        if dtype is not None:
-            y = S.astype(y, _dtype_name(dtype))
+        y = _as_dtype(y, dtype)
         if retstep:
             return y, (numpy.divide(numpy.subtract(stop, start), div) if div > 0 else
                        numpy.nan)
@@ -1192,8 +1239,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
         y = E.where(last, S.expand_dims(S.broadcast_to(stop, S.shape(delta)), axis=-1), y)
     if axis != -1:
         y = S.moveaxis(y, source=-1, destination=axis)
-    if dtype is not None:
-        y = S.astype(y, _dtype_name(dtype))
+    y = _as_dtype(y, dtype)
     if retstep:
         return y, (step if step is not None else numpy.nan)
     return y

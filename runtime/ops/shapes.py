@@ -20,7 +20,8 @@ from .shape_rules import arange_shape, creator_shape, eye_shape
 __all__ = [
     "shape", "ndim", "reshape", "transpose", "swapaxes", "moveaxis", "expand_dims", "squeeze",
     "broadcast_to", "sum_to", "concatenate", "stack", "flip", "getitem", "scatter_add",
-    "setitem", "zeros_like", "ones_like", "cast_like", "astype", "zeros", "ones", "full", "eye",
+    "setitem", "zeros_like", "ones_like", "cast_like", "convert_like", "float_gate", "astype",
+    "astype_of", "zeros", "ones", "full", "eye",
     "arange", "broadcast_shapes", "concat_index", "is_basic_index", "to_device", "stop_gradient",
     "to_float", "diag", "diag_grad", "diagonal", "diagonal_grad", "tril", "triu", "repeat",
     "repeat_grad", "tile", "tile_grad", "pad", "crop_index", "pad_gather_index", "roll",
@@ -364,6 +365,43 @@ def _casts_to_integers(args, params) -> bool:
 
 astype = defop("astype", _astype, vjp_astype, nondiff=(1,), view=True, reads_inputs=False,
                spell=call("np.asarray"), zero_grad=_casts_to_integers)
+def _float_gate(g, like):
+    """g where `like` is of a floating dtype, else zeros like g: a conversion to an integer
+    or boolean dtype is piecewise constant (its derivative is zero)."""
+    dt = getattr(like, "dtype", None)
+    if dt is not None and dt.kind in "fc" or dt is None and isinstance(like, float):
+        return g
+    return get_xp(g).zeros_like(g)
+
+
+def vjp_float_gate(g, out, x, like):
+    return float_gate(g, like)
+
+
+float_gate = defop("float_gate", _float_gate, vjp_float_gate, nondiff=(1,), view=True,
+                   reads_inputs=False, spell=call("float_gate"), dtype="same", shape_like=0,
+                   doc="g where `like` is floating, else zeros: the derivative of a "
+                   "conversion to like's dtype, known only when the code runs")
+
+
+def vjp_convert_like(g, out, x, like):
+    return cast_like(float_gate(g, like), x)
+
+
+def jvp_convert_like(tangents, out, x, like):
+    # (the tangent keeps its floating dtype: zeros where like is not floating)
+    return None if tangents[0] is None else float_gate(tangents[0], like)
+
+
+convert_like = defop("convert_like", _cast_like, vjp_convert_like, nondiff=(1,), view=True,
+                     reads_inputs=False, spell=call("cast_like"), dtype=("like", 1),
+                     shape_like=0, doc="x in the dtype of `like`, an array of any dtype "
+                     "(x.astype(like.dtype)): no derivative where that dtype is not floating")
+convert_like.jvp = jvp_convert_like
+astype_of = defop("astype_of", lambda x, like: x.astype(like.dtype), differentiable=False,
+                  creator=True, spell=fmt("{0}.astype({1}.dtype)"), dtype=("like", 1),
+                  shape_like=0, doc="a new array: x (made without a derivative: np.zeros(n, "
+                  "dtype=like.dtype)) in like's dtype")
 stop_gradient = defop("stop_gradient", lambda x: x, view=True, differentiable=False,
                       spell=call("stop_gradient"),
                       doc="x itself, through which no gradient flows (the tape's detach)")

@@ -40,3 +40,31 @@ def int8_divided_by_one(x, k8):
 
 def int_power_one(x, k):
     return np.sum(x * (k ** 1 // 2))
+
+
+# ---- another array's dtype: `dtype=k.dtype`, `x.astype(k.dtype)` ---------------------------
+
+def shifted_in_preallocated(x, k):
+    out = np.zeros(x.shape, dtype=x.dtype)  # preallocated like the input, then filled
+    out[1:] = x[:-1] * 2.0
+    return np.sum(out * x) + np.sum(x * np.ones(x.shape, k.dtype))
+
+
+def filled_like_counts(s, k):
+    return np.sum(np.full_like(k, s) * 1.5)  # full_like of ints truncates s: no derivative
+
+
+def converted_like(x, k):
+    return np.sum(x.astype(k.dtype) * x) + np.sum(np.asarray(x * 2.7, dtype=k.dtype))
+
+
+def made_in_dtype_of(x, k):
+    z = np.zeros(x.shape[0], dtype=k.dtype) + np.full(x.shape[0], 2.5, dtype=k.dtype)
+    e = np.eye(x.shape[0], dtype=k.dtype) + np.arange(2, dtype=k.dtype)[1]
+    return np.sum(x * z) + np.sum(e @ x) + np.sum(np.zeros_like(x, dtype=k.dtype) + x)
+
+
+def branch_on_dtype(x, k):
+    if k.dtype == np.float64:
+        return np.sum(x * k)
+    return np.sum(x)

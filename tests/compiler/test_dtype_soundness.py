@@ -42,3 +42,34 @@ def test_masks_and_integers_keep_numpys_dtypes(fn, args, specialize):
         np.testing.assert_allclose(got, fd, rtol=1e-6, atol=1e-7, err_msg=fn.__name__)
     if specialize:
         assert "Specialized" in g.specialized_source(*args)
+
+
+X1 = np.array([0.3, 1.6, -2.2, 0.45])  # no integer: truncation is constant near each
+OTHER_DTYPE = [(U.shifted_in_preallocated, X1), (U.filled_like_counts, np.float64(2.7)),
+               (U.converted_like, X1), (U.made_in_dtype_of, X1)]
+
+
+@pytest.mark.parametrize("fn,x", OTHER_DTYPE, ids=[c[0].__name__ for c in OTHER_DTYPE])
+@pytest.mark.parametrize("kdtype", [np.int64, np.int8, np.float64, np.float32, bool])
+def test_another_arrays_dtype(fn, x, kdtype):
+    """`x.dtype` is a dtype argument known when the code runs: a conversion to an integer
+    or boolean dtype has no derivative (full_like of an int array passed the gradient of
+    its fill value through the truncation)."""
+    k = np.array([1, 0, 2, 1]).astype(kdtype)
+    # (float32 rounding needs a longer step: the functions are at most quadratic in x)
+    eps, rtol = (1e-2, 1e-4) if kdtype is np.float32 else (1e-6, 1e-5)
+    fd = finite_differences(fn, (x, k), 0, eps=eps)
+    for specialize in (False, True):
+        g = srcgrad.value_and_grad(fn, cache=False, specialize=specialize)
+        for _ in range(3):
+            value, got = g(x, k)
+            assert value == fn(x, k)
+            np.testing.assert_allclose(got, fd, rtol=rtol, atol=1e-6, err_msg=fn.__name__)
+    tangent = srcgrad.jvp(fn, (x, k), (np.ones_like(x), np.zeros(4)))[1]
+    np.testing.assert_allclose(tangent, np.sum(fd), rtol=rtol, atol=1e-6)
+
+
+def test_comparing_a_run_time_dtype_is_refused_where_it_is_written():
+    with pytest.raises(srcgrad.SrcgradError, match=r"(?s)known only when the code runs.*"
+                       r"dtype_user\.py"):
+        srcgrad.grad(U.branch_on_dtype)(X1, np.ones(4))

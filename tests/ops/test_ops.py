@@ -462,6 +462,16 @@ for _sx, _idx, _sv in SETITEM:
 spec("cast_like", [A((2, 3)), A((1,))], ref=lambda x, like: x.astype(like.dtype))
 spec("cast_like", [A((2, 3)), np.zeros(1, np.float32)], grad=False,
      ref=lambda x, like: x.astype(like.dtype))
+# x.astype(k.dtype) for an array k of any dtype: no derivative where k is not floating
+spec("convert_like", [A((2, 3)), A((1,))], ref=lambda x, like: x.astype(like.dtype))
+spec("convert_like", [A((2, 3)), A((1,), small_ints)], grad=False,
+     ref=lambda x, like: x.astype(like.dtype))
+spec("convert_like", [A((2, 3)), A((2,), boolean)], grad=False,
+     ref=lambda x, like: x.astype(like.dtype))
+spec("float_gate", [A((2, 3)), A((1,))], ref=lambda g, like: g)
+spec("float_gate", [A((2, 3)), A((1,), small_ints)], ref=lambda g, like: np.zeros_like(g))
+spec("astype_of", [A((2, 3)), A((1,), small_ints)], ref=lambda x, like: x.astype(like.dtype))
+spec("astype_of", [A((2, 3), small_ints), A((1,))], ref=lambda x, like: x.astype(like.dtype))
 spec("astype", [A((2, 3)), "float64"], ref=lambda x, dt: x.astype(dt))
 spec("astype", [A((2, 3)), "float32"], grad=False, ref=lambda x, dt: x.astype(dt))
 spec("astype", [A((2, 3), few), "int64"], grad=False, ref=lambda x, dt: x.astype(dt))
