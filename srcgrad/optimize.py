@@ -26,7 +26,7 @@ from runtime import ops
 from runtime.ops import linalg as _linalg
 from runtime.ops.core import literal
 
-from .ir import COND, FOR, POP, PUSH, SCALAR, WHILE, Eqn, Graph, Var, checked, iter_vars
+from .ir import COND, FOR, POP, PUSH, SCALAR, WHILE, Eqn, Graph, Var, checked, iter_vars, subst
 from .staging import (Builder, dtype_class, floating_dclass, known_out_shape, known_shape,
                       number_spread, staging)
 from .staging import known as staging_known
@@ -471,7 +471,35 @@ def optimize(graph: Graph, named: set | None = None, passes=PASSES, keep=()) -> 
                 checked(Graph(graph.inputs, eqns, outputs), "dce")
             if not changed:
                 break
-    return Graph(graph.inputs, eqns, outputs, graph.name)
+    return Graph(graph.inputs, _hoisted_transposes(eqns, named), outputs, graph.name)
+
+
+def _hoisted_transposes(eqns: list, named: set) -> list:
+    """`w.T` in a loop's body, of a w from outside the loop, is made once before the loop
+    (a transpose is a view that cannot fail, so making it where the loop runs no step
+    changes nothing): the adjoint of `h @ W` in a loop reads `W.T` at every step."""
+    out = []
+    for e in eqns:
+        for b in e.blocks():
+            b.eqns = _hoisted_transposes(b.eqns, named)
+        if e.prim is FOR:
+            body = e.params["body"]
+            inside = {o.id for q in body.eqns for o in iter_vars([q.outs])} | \
+                {c.id for c in e.params["carry"]}
+            if e.params.get("index") is not None:
+                inside.add(e.params["index"].id)
+            moved = [q for q in body.eqns if q.prim is ops.transpose and
+                     q.params.get("axes") is None and len(q.ins) == 1 and
+                     isinstance(q.ins[0], Var) and q.ins[0].kind == "array" and
+                     q.ins[0].id not in inside]
+            if moved:
+                body.eqns = [q for q in body.eqns if not any(q is m for m in moved)]
+                for q in moved:
+                    if q.outs[0].id not in named:  # (a name of srcgrad's: say what it is)
+                        q.outs[0].hint = q.ins[0].hint + "_T"
+                out.extend(moved)
+        out.append(e)
+    return out
 
 
 def _count(eqns) -> int:
@@ -748,4 +776,62 @@ def _hoisted_products(e, stacked: bool) -> list:
                       q.outs[0].dclass)
         hoisted.append(Eqn(ops.matmul, [x, w], [product], {}, q.loc, q.phase))
         body.eqns[k] = Eqn(ops.getitem, [product, index], list(q.outs), {}, q.loc, q.phase)
+        hoisted += _hoisted_offset(body, body.eqns[k], product, outer)
     return hoisted
+
+
+def _uses(block) -> collections.Counter:
+    """How often each Var (by id) is read in a block (at any depth) or yielded by it."""
+    n = collections.Counter()
+    for e in block.eqns:
+        n.update(v.id for v in e.ins if isinstance(v, Var))
+        for b in e.blocks():
+            n.update(_uses(b))
+    n.update(v.id for v in block.outs if isinstance(v, Var))
+    return n
+
+
+def _hoisted_offset(body, item: Eqn, product: Var, outer) -> list:
+    """`(x @ w)[t] + c` or `((x @ w)[t] + y) + c`, with c from outside the loop (a bias),
+    is `(x @ w + c)[t] (+ y)`: c is added once, to the product made before the loop,
+    instead of once per step (and its cotangent is one sum after the adjoint loop, not one
+    per step). Only where c is known to keep the item's shape (it broadcasts into the
+    trailing axes of the product), and where the sums it skips are read nowhere else.
+    Returns the hoisted equation (none when the pattern is not there)."""
+    uses = _uses(body)
+    users = {}  # Var id -> the equation that reads it (where it is read once)
+    for q in body.eqns:
+        for v in q.ins:
+            if isinstance(v, Var) and uses[v.id] == 1:
+                users[v.id] = q
+
+    def add_of(v):
+        q = users.get(v.id) if uses[v.id] == 1 else None
+        if q is None or q.prim is not ops.add or len(q.ins) != 2:
+            return None, None
+        other = q.ins[1] if q.ins[0] is v else q.ins[0]
+        return q, other
+
+    def offset(c) -> bool:
+        pshape, cshape = known_shape(product), known_shape(c) if outer(c) else None
+        return cshape is not None and len(cshape) < len(pshape) and \
+            numpy.broadcast_shapes(pshape, cshape) == pshape and c.dclass == product.dclass
+
+    r = item.outs[0]
+    first, other = add_of(r)
+    if first is None:
+        return []
+    if offset(other):  # (x @ w)[t] + c
+        last, c = first, other
+    else:
+        last, c = add_of(first.outs[0])
+        if last is None or not offset(c):
+            return []
+    moved = Var(product.hint, "array", product.sclass, product.dclass)
+    item.ins = [moved] + list(item.ins[1:])
+    kept = r if last is first else first.outs[0]
+    body.eqns.remove(last)
+    mapping = {last.outs[0].id: kept}
+    subst(body.eqns, mapping)
+    body.outs = [mapping.get(v.id, v) if isinstance(v, Var) else v for v in body.outs]
+    return [Eqn(ops.add, [product, c], [moved], {}, last.loc, last.phase)]

@@ -199,3 +199,43 @@ def empty_loop_then_maximum(p0, p1, p2):
         v1 = v1 * 0.5 + np.tanh(np.sin(v1)) * i2
     v3 = np.maximum(v1, C0)
     return np.mean(v3)
+
+
+# ---- a bias added at each step: added once, to the product made before the loop -----------
+
+def rnn_bias_first(Wx, Wh, b, X, h0):
+    h = h0
+    for t in range(X.shape[0]):
+        h = np.tanh(b + X[t] @ Wx + h @ Wh)      # (b + x W) + h U
+    return np.sum(h * h)
+
+
+def rnn_bias_on_the_input(Wx, Wh, b, X, h0):
+    h = h0
+    for t in range(X.shape[0]):
+        u = X[t] @ Wx + b                        # (x W)[t] + b
+        h = np.tanh(u + h @ Wh)
+    return np.sum(h * h)
+
+
+def rnn_pre_activation_read_twice(Wx, Wh, b, X, h0):
+    h, total = h0, 0.0
+    for t in range(X.shape[0]):
+        pre = X[t] @ Wx + h @ Wh
+        h = np.tanh(pre + b)
+        total = total + np.sum(pre ** 2)         # the sum without b is read again
+    return np.sum(h * h) + 0.1 * total
+
+
+def rnn_bias_per_row(Wx, Wh, B, X, h0):
+    h = h0
+    for t in range(X.shape[0]):
+        h = np.tanh(X[t] @ Wx + h @ Wh + B)      # B of the batch's shape (batch, hidden)
+    return np.sum(h * h)
+
+
+def rnn_bias_per_step(Wx, Wh, Bt, X, h0):
+    h = h0
+    for t in range(X.shape[0]):
+        h = np.tanh(X[t] @ Wx + h @ Wh + Bt)     # Bt (T, batch, hidden): broadcasts h
+    return np.sum(h * h)

@@ -366,6 +366,48 @@ def test_products_of_each_step_are_one_product_before_the_loop(fn, wrt, args, ho
                                    atol=1e-7)
 
 
+def _rnn_args(bias_shape):
+    Wx, Wh, _, X, h0 = U.rnn_inputs(T=5, batch=2)
+    bias = np.random.default_rng(8).normal(0, 0.1, bias_shape)
+    return Wx, Wh, bias, X, h0
+
+
+@pytest.mark.parametrize("fn,bias_shape,hoisted", [
+    (U.rnn, (4,), True), (U.rnn_bias_on_the_input, (4,), True),
+    (U.rnn_bias_per_row, (2, 4), True), (U.rnn_bias_first, (4,), True),
+    (U.rnn_pre_activation_read_twice, (4,), False), (U.rnn_bias_per_step, (1, 2, 4), False),
+    (U.rnn_bias_per_step, (5, 2, 4), False),
+], ids=["rnn", "on_input", "per_row", "bias_first", "read_twice", "one_step", "per_step"])
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_a_bias_of_each_step_is_added_once_before_the_loop(fn, bias_shape, hoisted, backend):
+    """(x @ w)[t] + b, or ((x @ w)[t] + y) + b, with b from outside the loop is
+    (x @ w + b)[t] (+ y): b is added to the product made before the loop, and its gradient
+    is one sum after the adjoint loop. Not where b would broadcast the step's value to
+    another shape, nor where the sum without b is read again. The transpose the adjoint
+    reads at each step (Wh.T) is made once, before the loop."""
+    if backend == "numba":
+        pytest.importorskip("numba")
+    args = _rnn_args(bias_shape)
+    wrt = (0, 1, 2)
+    g = srcgrad.grad(fn, wrt=wrt, cache=False, backend=backend)
+    src = g.specialized_source(*args)
+    if backend == "numpy":
+        code = [ln.split("#")[0].strip() for ln in src.split("return general")[1].splitlines()]
+        loop = next(k for k, ln in enumerate(code) if ln.startswith("for "))
+        assert any(ln.endswith("+= b") or ln.endswith("+= B") for ln in code[:loop]) == hoisted
+        back = next(k for k, ln in enumerate(code) if ln.startswith("for ") and k > loop)
+        assert not any(ln.endswith("Wh.T") for ln in code[back:])
+    want = srcgrad.grad(fn, wrt=wrt, specialize=False, cache=False)(*args)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        for _ in range(3):
+            got = g(*args)
+            for k, (a, b) in enumerate(zip(got, want)):
+                np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+                np.testing.assert_allclose(a, finite_differences(fn, args, wrt[k]), rtol=1e-5,
+                                           atol=1e-7)
+
+
 def test_reductions_and_transposes_of_arrays_are_methods():
     """A variant writes `x.sum(axis=0)` and `X.T` for arrays of known shape (cheaper than
     np.sum's dispatch), and keeps np.sum for a value that may be a Python number."""
