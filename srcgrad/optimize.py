@@ -49,6 +49,12 @@ class _Ctx:
     def __init__(self, graph: Graph, named: set):
         self.producer: dict[int, Eqn] = {}
         self.named = named
+        self.uses = collections.Counter()  # Var id -> reads, as the sweep began
+
+    def read_once(self, v) -> bool:
+        """Whether `v` is read by one equation only (as the sweep began): a rewrite that
+        replaces its reader then makes `v` dead."""
+        return isinstance(v, Var) and self.uses[v.id] == 1
 
     def prod(self, v):
         return self.producer.get(v.id) if isinstance(v, Var) else None
@@ -255,7 +261,26 @@ def _rw_negative(e, c):
         for k, q in enumerate(mul.ins):  # -(c * y) -> (-c) * y
             if _is_const(q) and not _is_const(mul.ins[1 - k]):
                 return ops.multiply(-q, mul.ins[1 - k])
+        if c.read_once(x):
+            for k, q in enumerate(mul.ins):  # -((c / y) * z) -> ((-c) / y) * z
+                negated = _negated_scaling(c, q)
+                if negated is not None:
+                    return ops.multiply(negated, mul.ins[1 - k])
     return _KEEP
+
+
+def _negated_scaling(c: _Ctx, v):
+    """-v, staged as one op, where v is `c * y`, `c / y` or `y / c` for a constant c that
+    nothing else reads (the negation moves into the constant: one op fewer), else None."""
+    p = c.prod(v)
+    if p is None or p.prim not in (ops.multiply, ops.divide) or not c.read_once(v):
+        return None
+    a, b = p.ins
+    if _is_const(a) and not _is_const(b):
+        return p.prim(-a, b)
+    if _is_const(b) and not _is_const(a):
+        return p.prim(a, -b)
+    return None
 
 
 def _rw_to_shape(e, c):
@@ -318,7 +343,7 @@ def _float64(v) -> bool:
 def _rw_bilinear_known(e, c):
     """matmul_grad_a / matmul_grad_b of matrices and vectors of known shapes (a
     specialized variant): `g @ b.T` and `a.T @ g`, or an outer product and a
-    matrix-vector product, with nothing left to reduce."""
+    vector-matrix product (`g @ a`, no transpose), with nothing left to reduce."""
     g, a, b = e.ins
     shapes = [known_shape(v) for v in (g, a, b)]
     if any(s is None for s in shapes) or len({v.dclass for v in (g, a, b)}) != 1:
@@ -326,7 +351,7 @@ def _rw_bilinear_known(e, c):
     ranks = tuple(len(s) for s in shapes)
     grad_a = e.prim is _linalg.matmul_grad_a
     if ranks == (1, 2, 1):  # a matrix times a vector: a (m, n) @ b (n,) -> (m,)
-        return ops.outer(g, b) if grad_a else ops.matmul(ops.transpose(a), g)
+        return ops.outer(g, b) if grad_a else ops.matmul(g, a)  # (a.T @ g is g @ a)
     if ranks == (1, 1, 2):  # a vector times a matrix: a (n,) @ b (n, k) -> (k,)
         return ops.matmul(b, g) if grad_a else ops.outer(a, g)
     if ranks != (2, 2, 2):
@@ -459,6 +484,7 @@ def optimize(graph: Graph, named: set | None = None, passes=PASSES, keep=()) -> 
     for shapes in (False, True):
         while True:
             run = _Run(graph, named, passes, shapes, shape_alias)
+            run.uses = _uses_in(eqns, iter_vars(outputs))
             eqns = run.block(eqns, {}, {})
             outputs = run.res_tree(outputs)
             changed = run.changed
@@ -551,6 +577,7 @@ class _Run:
         recursion): a chain of rewrites (the shape of a long elementwise chain) then
         settles in one sweep rather than one sweep per link."""
         ctx = _Ctx(self.graph, self.named)
+        ctx.uses = self.uses
         ctx.producer = producer
         ctx.shape_alias = self.shape_alias
         # (key, phase) -> the value an equation was simplified to: a second copy of it
@@ -782,12 +809,16 @@ def _hoisted_products(e, stacked: bool) -> list:
 
 def _uses(block) -> collections.Counter:
     """How often each Var (by id) is read in a block (at any depth) or yielded by it."""
+    return _uses_in(block.eqns, block.outs)
+
+
+def _uses_in(eqns, outs) -> collections.Counter:
     n = collections.Counter()
-    for e in block.eqns:
+    for e in eqns:
         n.update(v.id for v in e.ins if isinstance(v, Var))
         for b in e.blocks():
             n.update(_uses(b))
-    n.update(v.id for v in block.outs if isinstance(v, Var))
+    n.update(v.id for v in outs if isinstance(v, Var))
     return n
 
 

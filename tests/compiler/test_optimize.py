@@ -157,6 +157,33 @@ def test_simplify_merges_two_scatters_of_one_index():
     assert_same_values(g, optimize(g), x)
 
 
+def negated_scaling(x, y):
+    s = (0.1 / (x + 1.0)) * y
+    return np.sum(-s * y)
+
+
+def scaling_read_twice(x, y):
+    r = 0.1 / (x + 1.0)
+    s = r * y
+    return np.sum(-s * y) + np.sum(r)
+
+
+def test_a_negation_moves_into_the_constant_of_a_scaling_read_once():
+    """-((c / u) * y) -> ((-c) / u) * y where c / u and its product are read once: one op
+    fewer (the adjoint of a negation writes such chains); where the scaling is read again
+    the negation stays (moving it would add an op)."""
+    x, y = rng.uniform(0.5, 2.0, 5), rng.normal(size=5)
+    g = forward(negated_scaling)
+    opt = optimize(g).check()
+    assert count(g, "negative") == 1 and count(opt, "negative") == 0, str(opt)
+    assert count(opt, "divide") == 1 and re.search(r"= divide\(-0\.1, ", str(opt)), str(opt)
+    assert_same_values(g, opt, x, y)
+    g = forward(scaling_read_twice)
+    opt = optimize(g).check()
+    assert count(opt, "negative") == 1 and count(opt, "divide") == 1, str(opt)
+    assert_same_values(g, opt, x, y)
+
+
 # ---- fold -------------------------------------------------------------------------------------
 
 def test_fold_evaluates_constant_equations():
