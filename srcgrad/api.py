@@ -37,6 +37,7 @@ from .frontend import parse_function
 from .ir import POP, PYTHON, SCALAR, Graph, checked, Var, iter_vars, referenced, subst, unsound_uses
 from .lower import lower
 from .staging import staging
+from .fresh import copied_inputs
 from .optimize import hoist_indexed_products, optimize
 from .reverse import CarryClassDisproved, carry_classes_unassumed, reverse
 
@@ -287,6 +288,9 @@ class CompiledFunction:
         # optimizer may replace it (`a + a` -> `2 * a`) and fusion must keep it
         outs = [returns] if check is None else [returns, check]
         opt = optimize(Graph(graph.inputs, b.eqns, outs, graph.name), named=b.named)
+        at = self._value_at()
+        if at is not None:  # (f's own value, as numpy makes it)
+            opt.outputs[0] = copied_inputs(graph.inputs, outs[0], opt, at)
         opt.check(extra_inputs=self._extra + ([self._seed] if self.kind == "vjp" else []))
         if jit is not None and not jit.python_body:
             from .jit import large_form
@@ -374,11 +378,17 @@ class CompiledFunction:
                             as_float=as_float, check_scalar=check)
 
     def _owned(self, returns):
-        """(whether the caller must own the arrays returned, ids of those that are the
-        function's own value: its gradients must be fresh, its value is what f returns)."""
+        """(whether the caller must own the arrays returned, the position in `returns` of
+        the function's own value, or None: its gradients must be fresh, its value is what
+        f returns; by position, since a gradient may be the very value f returns)."""
         if self.has_aux:  # (grads, aux): aux is the user's, returned as f returns it
-            return True, {v.id for v in iter_vars(returns[1])}
-        return True, set()
+            return True, 1
+        return True, None
+
+    def _value_at(self):
+        """The position of f's own value in what the generated function returns (None:
+        it returns none)."""
+        return self._owned(None)[1]
 
     def _grads_or_zeros(self, b, grads, wrt):
         with staging(b):
@@ -1122,7 +1132,7 @@ class ValueAndGradFunction(CompiledFunction):
         return (out, g)
 
     def _owned(self, returns):
-        return True, {v.id for v in iter_vars(returns[0])}
+        return True, 0
 
 
 class VJPFunction(CompiledFunction):
@@ -1140,7 +1150,10 @@ class VJPFunction(CompiledFunction):
         return b, (out, g), None, None
 
     def _owned(self, returns):
-        return False, set()  # its value is f's; its pullback's gradients are fresh
+        return False, None  # its value is f's; its pullback's gradients are fresh
+
+    def _value_at(self):
+        return 0
 
     def __call__(self, *args: Any, **kwargs: Any) -> tuple[Any, Callable[[Any], Any]]:
         out, pullback = super().__call__(*args, **kwargs)
@@ -1219,7 +1232,7 @@ class JVPFunction(CompiledFunction):
         return b, (out, t), None, None
 
     def _owned(self, returns):
-        return True, {v.id for v in iter_vars(returns[0])}
+        return True, 0
 
     def _call_structured_jvp(self, primals, tangents):
         """jvp with structured primals: each tangent has its primal's structure (None:

@@ -118,7 +118,7 @@ class FunctionCode:
         self.spec_call = None
         self.extra = []  # inputs after the user's parameters, named here (called by position)
         self.owned = False  # its returned arrays must be fresh (see srcgrad.fresh)...
-        self.primal = set()  # ... but for these ids (the function's own value)
+        self.primal = None  # ... but for returns[primal] (the function's own value)
         self.floats = set()  # ids of inputs the prologue made arrays (as_float)
         self.keep = set()  # ids never deleted (read by a nested function)
 

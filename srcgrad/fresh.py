@@ -19,7 +19,7 @@ from runtime.ops.core import Primitive
 
 from .ir import COND, FOR, NEWSTACK, POP, PUSH, PYTHON, WHILE, Eqn, Var, iter_vars
 
-__all__ = ["fresh_returns", "COPY"]
+__all__ = ["fresh_returns", "copied_inputs", "COPY"]
 
 EXTERNAL = frozenset({("external",)})
 #: a new array with `x`'s values (`x` may also be a number: `cast_like` and `sum_to` pass
@@ -97,19 +97,21 @@ def _loop_roots(e, roots):
         roots[o.id] = roots[c.id]
 
 
-def fresh_returns(eqns, returns, primal: set):
-    """(eqns, returns) where every returned array but the `primal` ones (the function's
-    own value, returned beside its gradient) is fresh: copied when it may share memory
-    with anything the caller can see or with another returned value."""
+def fresh_returns(eqns, returns, primal=None):
+    """(eqns, returns) where every returned array but those of `returns[primal]` (the
+    function's own value, returned beside its gradient, as f returns it) is fresh: copied
+    when it may share memory with anything the caller can see or with another returned
+    value (the function's own value included: a gradient may be the very array f
+    returns, `d/dx sum(x * y)` is y where f returns y as aux)."""
     roots = _roots(eqns, {})
     claimed = set()
-    for v in iter_vars(returns):
-        if v.id in primal:
+    if primal is not None:
+        for v in iter_vars(returns[primal]):
             claimed |= _of(v, roots)
     copies = []
 
     def own(v):
-        if not isinstance(v, Var) or v.id in primal or v.kind != "array":
+        if not isinstance(v, Var) or v.kind != "array":
             return v
         r = _of(v, roots)
         if not (r & claimed or any(t[0] in ("external", "read-only") for t in r)):
@@ -119,7 +121,10 @@ def fresh_returns(eqns, returns, primal: set):
         copies.append(Eqn(COPY, [v], [new], {}, None, "bwd"))
         return new
 
-    new_returns = _map(returns, own)
+    if primal is None:
+        new_returns = _map(returns, own)
+    else:
+        new_returns = tuple(r if k == primal else _map(r, own) for k, r in enumerate(returns))
     return (eqns + copies if copies else eqns), new_returns
 
 
@@ -131,3 +136,27 @@ def _map(obj, fn):
     if isinstance(obj, dict):
         return {k: _map(v, fn) for k, v in obj.items()}
     return fn(obj)
+
+
+def copied_inputs(inputs, before, graph, at: int):
+    """`returns` of an optimized graph (`graph.outputs[0]`, optimized from `before`) with
+    f's own value (`returns[at]`) copied where it became one of f's inputs: a rewrite
+    found `x * 1.0` (or `x + 0.0`, `-(-x)`) equal to x, but numpy made a new array there,
+    which the caller may write into. Not where f returns its input itself. The copies
+    are the graph's first equations (vjp returns its value before the pullback runs)."""
+    ids = {v.id for v in inputs}
+
+    def pair(a, b):
+        if isinstance(b, (tuple, list)):
+            return type(b)(pair(x, y) for x, y in zip(a, b))
+        if isinstance(b, dict):
+            return {k: pair(a[k], y) for k, y in b.items()}
+        if isinstance(b, Var) and b.kind == "array" and b.id in ids and \
+                not (isinstance(a, Var) and a.id in ids):
+            new = Var(b.hint, "array", b.sclass, b.dclass)
+            graph.eqns.insert(0, Eqn(COPY, [b], [new], {}, None, "fwd"))
+            return new
+        return b
+
+    returns = graph.outputs[0]
+    return tuple(pair(before[k], r) if k == at else r for k, r in enumerate(returns))

@@ -173,3 +173,62 @@ def test_random_programs_return_fresh_gradients(program_dir, program):
     assert_fresh(got, seen + [out, ct], f"vjp\n{program.source}")
     for a, b in zip(got, first):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+# ---- the function's own value beside its gradients -------------------------------------------
+
+def loss_returning_y(x, y):
+    return np.sum(x * y), y                      # d/dx is y, the very array f returns
+
+
+def loss_returning_params(p, X):
+    return np.sum(p["w"] * p["s"] + X), {"s": p["s"], "X": X}
+
+
+def loss_with_prediction(x, y):
+    pred = x * 1.0                               # a new array in numpy
+    return np.sum((pred - y) ** 2), pred
+
+
+def plus_zero(x):
+    return x + 0.0
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_a_gradient_that_is_the_array_f_returns_as_aux_is_fresh(backend):
+    """d/dx sum(x * y) is y; with has_aux returning y, the gradient was the caller's y
+    itself (its identity was taken for f's own value), and an in-place update of x by
+    that gradient followed the update of y."""
+    if backend == "numba":
+        pytest.importorskip("numba")
+    x, y = np.arange(1.0, 6.0), np.arange(10.0, 15.0)
+    for make in (srcgrad.grad, srcgrad.value_and_grad):
+        t = make(loss_returning_y, wrt=(0, 1), has_aux=True, cache=False, backend=backend)
+        for _ in range(3):
+            r = t(x, y)
+            (dx, dy), aux = (r[1], r[0][1]) if make is srcgrad.value_and_grad else r
+            assert aux is y or backend == "numba"  # f's own value, as f returns it
+            np.testing.assert_array_equal(aux, y)
+            assert_fresh([dx, dy], [x, y], make.__name__)
+            np.testing.assert_array_equal(dx, y)
+    p = {"w": np.ones(4), "s": np.arange(4.0)}
+    X = np.arange(4.0)
+    g = srcgrad.grad(loss_returning_params, wrt=(0, 1), has_aux=True, cache=False)
+    for _ in range(3):
+        (gp, gX), aux = g(p, X)
+        assert aux["s"] is p["s"] and aux["X"] is X
+        assert_fresh([gp["w"], gp["s"], gX], [p["w"], p["s"], X], "dict of parameters")
+
+
+def test_f_s_own_value_is_a_new_array_where_numpy_makes_one():
+    """`x * 1.0` and `x + 0.0` are new arrays in numpy; the optimizer finds them equal to
+    x, but the value returned (aux, vjp's output) must not be the caller's x, which an
+    in-place update of it would change."""
+    x, y = np.arange(1.0, 6.0), np.zeros(5)
+    vg = srcgrad.value_and_grad(loss_with_prediction, has_aux=True, cache=False)
+    for _ in range(3):
+        (_, pred), _ = vg(x, y)
+        assert not np.shares_memory(pred, x)
+        np.testing.assert_array_equal(pred, x)
+    out, _ = srcgrad.vjp(plus_zero, x)
+    assert not np.shares_memory(out, x)
