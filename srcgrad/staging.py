@@ -66,6 +66,19 @@ class staging:
         return False
 
 
+def _holds_array(seq) -> bool:
+    """Whether a (nested) list or tuple holds an array value of the IR."""
+    return any(_holds_array(v) if isinstance(v, (tuple, list)) else
+               isinstance(v, Var) and v.kind == "array" for v in seq)
+
+
+def _as_array(seq):
+    """A list or tuple of arrays, as numpy takes it where it wants an array: stacked."""
+    from runtime.ops.numpy_api import array
+
+    return array(seq)
+
+
 class Builder:
     """Collects equations. `loc`, `phase` and `hint` label what is staged next."""
 
@@ -164,7 +177,9 @@ class Builder:
                                         "constant at compile time)", v)
         args = [self.reads.as_var(a) if type(a) is numpy.ndarray else a for a in args]
         for i, a in enumerate(args):
-            if isinstance(a, (tuple, slice)) and has_var(a):
+            if isinstance(a, (tuple, list)) and i not in prim.nondiff and _holds_array(a):
+                args[i] = _as_array(a)  # np.sum([a, b]) sums every element, as numpy does
+            elif isinstance(a, (tuple, slice)) and has_var(a):
                 args[i] = self.index_value(a)
         if not any(isinstance(a, Var) for a in args) and not prim.creator and \
                 prim.pure and not number_spread(prim, args):  # an impure op is called every run

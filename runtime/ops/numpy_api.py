@@ -574,8 +574,9 @@ def array(obj, dtype=None, copy=True, **kw):
             r = S.stack(*elems, axis=0)
             return _as_dtype(r, dtype)
         return numpy.array(elems, dtype=dtype)
-    if _symbolic(obj):
-        return _as_dtype(obj, dtype)
+    if _symbolic(obj):  # a new array (numpy's copy=True), which the caller may write into
+        r = _as_dtype(obj, dtype)
+        return E.copy(r) if copy else r
     return numpy.array(obj, dtype=dtype)
 
 

@@ -65,3 +65,36 @@ def test_a_slice_of_a_run_time_list_is_refused():
 
     with pytest.raises(srcgrad.errors.UnsupportedSyntaxError, match="integer index"):
         srcgrad.grad(f)(X, 3)
+
+
+# ---- numpy functions of a list of arrays: numpy takes the list as one array -----------------
+
+def sum_of_list(xs, w):
+    return np.sum(np.sum(xs) * w)                # np.sum(xs): every element, a scalar
+
+
+def mean_of_errors(x, w):
+    errs = [np.square(x - w), np.square(x + w)]
+    return np.mean(errs).sum() + np.prod([x, w]) + np.max([x * w, x + w], axis=0).sum()
+
+
+def elementwise_of_list(x, w):
+    hs = [x * w, x + w]
+    return np.sum(np.exp(hs)) + np.sum(np.dot(hs, w)) + np.linalg.norm(hs) + \
+        np.sum(np.where(True, hs, 0.0)) + np.sum(np.clip(hs, 0.2, 0.8))
+
+
+LIST_CASES = [(sum_of_list, ([np.array([1.0, 2.0]), np.array([3.0, 4.0])], np.array([0.5, -1.0])), 1),
+              (mean_of_errors, (np.array([0.3, 0.5, 0.9]), np.array([0.4, 0.7, 0.2])), 1),
+              (elementwise_of_list, (np.array([0.3, 0.5, 0.9]), np.array([0.4, 0.7, 0.25])), 1)]
+
+
+@pytest.mark.parametrize("f, args, wrt", LIST_CASES, ids=[c[0].__name__ for c in LIST_CASES])
+def test_numpy_functions_of_a_list_of_arrays(f, args, wrt):
+    """np.sum([a, b]) reduces every element (numpy makes the list an array); it reduced
+    over the items only, as Python's sum would: a silently wrong value and gradient."""
+    vg = srcgrad.value_and_grad(f, wrt=wrt, cache=False)
+    for _ in range(3):
+        value, g = vg(*args)
+        np.testing.assert_allclose(value, f(*args), rtol=1e-12)
+        np.testing.assert_allclose(g, finite_differences(f, args, wrt), rtol=1e-6, atol=1e-8)
