@@ -424,6 +424,27 @@ def _rw_cast_like(e, c):
     return _KEEP
 
 
+def _rw_convert_like(e, c):
+    """x in like's dtype, where like is known to be floating: a cast like any other (its
+    derivative needs no gate)."""
+    like = e.ins[1]
+    if isinstance(like, Var) and floating_dclass(like.dclass):
+        return ops.cast_like(*e.ins)
+    return _KEEP
+
+
+def _rw_float_gate(e, c):
+    """g where like is known to be floating; zeros where it is known not to be."""
+    g, like = e.ins
+    if not (isinstance(g, Var) and isinstance(like, Var)):
+        return _KEEP
+    if floating_dclass(like.dclass):
+        return g
+    if like.dclass[0] == "k" and numpy.dtype(like.dclass[1]).kind not in "fc":
+        return ops.zeros_like(g)
+    return _KEEP
+
+
 #: primitive -> its rewrite rule
 _REWRITES = {
     ops.add: _rw_add, ops.subtract: _rw_subtract, ops.multiply: _rw_multiply,
@@ -431,6 +452,7 @@ _REWRITES = {
     ops.sum_to: _rw_to_shape, ops.broadcast_to: _rw_to_shape, ops.reshape: _rw_to_shape,
     ops.where: _rw_where, ops.shape: _rw_shape, ops.reduced_size: _rw_reduced_size,
     ops.cast_like: _rw_cast_like, ops.broadcast_shapes: _rw_broadcast_shapes,
+    ops.convert_like: _rw_convert_like, ops.float_gate: _rw_float_gate,
     _linalg.matmul_grad_a: _rw_bilinear_known, _linalg.matmul_grad_b: _rw_bilinear_known,
 }
 
