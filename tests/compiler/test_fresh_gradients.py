@@ -173,6 +173,41 @@ def test_random_programs_return_fresh_gradients(program_dir, program):
     assert_fresh(got, seen + [out, ct], f"vjp\n{program.source}")
     for a, b in zip(got, first):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+    if len(args) <= len(_AUX):  # the inputs returned as aux: the gradients are not them
+        wrt = tuple(program.params.index(w) if isinstance(w, str) else w
+                    for w in program.wrt)
+        (grads, aux) = srcgrad.grad(_AUX[len(args) - 1](fn), wrt=wrt, has_aux=True,
+                                    cache=False)(*args)
+        # (an array is returned as f returns it; a Python number as the array it became)
+        assert all(a is b for a, b in zip(aux, args) if isinstance(b, np.ndarray))
+        assert_fresh(list(grads), seen, f"grad, has_aux\n{program.source}")
+
+
+def _aux1(fn):
+    def f(a):
+        return fn(a), (a,)
+    return f
+
+
+def _aux2(fn):
+    def f(a, b):
+        return fn(a, b), (a, b)
+    return f
+
+
+def _aux3(fn):
+    def f(a, b, c):
+        return fn(a, b, c), (a, b, c)
+    return f
+
+
+def _aux4(fn):
+    def f(a, b, c, d):
+        return fn(a, b, c, d), (a, b, c, d)
+    return f
+
+
+_AUX = (_aux1, _aux2, _aux3, _aux4)
 
 
 # ---- the function's own value beside its gradients -------------------------------------------
