@@ -38,7 +38,7 @@ from .ir import POP, PYTHON, SCALAR, Graph, checked, Var, iter_vars, referenced,
 from .lower import lower
 from .staging import staging
 from .fresh import copied_inputs
-from .optimize import hoist_indexed_products, optimize
+from .optimize import batch_step_products, hoist_indexed_products, optimize
 from .reverse import CarryClassDisproved, carry_classes_unassumed, reverse
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "hvp", "hessian", "jacobian", "show",
@@ -305,6 +305,9 @@ class CompiledFunction:
             checked(opt, "fusion")
         elif spec is not None:  # (shapes known: elementwise work on large arrays in blocks)
             from .fusion import block_regions
+
+            if batch_step_products(opt.eqns):  # (the loops' initial sums: dead code)
+                opt = optimize(opt, named=b.named)
 
             opt.eqns = block_regions(opt.eqns, opt.outputs)
             checked(opt, "blocking")

@@ -25,6 +25,7 @@ import numpy
 from runtime import ops
 from runtime.ops import linalg as _linalg
 from runtime.ops.core import literal
+from runtime.ops.lists import LIST_APPEND, LIST_FROM, STACK_LIST
 
 from .ir import COND, FOR, POP, PUSH, SCALAR, WHILE, Eqn, Graph, Var, checked, iter_vars, subst
 from .staging import (Builder, dtype_class, floating_dclass, known_out_shape, known_shape,
@@ -33,7 +34,7 @@ from .staging import known as staging_known
 
 FLOAT64 = dtype_class(numpy.float64)
 
-__all__ = ["optimize", "PASSES", "hoist_indexed_products"]
+__all__ = ["optimize", "PASSES", "hoist_indexed_products", "batch_step_products"]
 
 PASSES = ("simplify", "fold", "cse", "dce")
 _KEEP = object()
@@ -191,6 +192,12 @@ def _rw_add(e, c):
         return a
     if _is_const(a, 0) and _array(b) and _keeps_dtype(b, a):
         return b
+    for x, y in ((a, b), (b, a)):  # zeros_like(v) + y -> y, y of v's shape and dtype
+        z = _producer_is(c, x, ops.zeros_like)
+        if z is not None and _array(y) and _same_shape(y, z.ins[0]) and \
+                isinstance(z.ins[0], Var) and y.dclass == z.ins[0].dclass and \
+                floating_dclass(y.dclass):
+            return y
     return _KEEP
 
 
@@ -888,3 +895,175 @@ def _hoisted_offset(body, item: Eqn, product: Var, outer) -> list:
     subst(body.eqns, mapping)
     body.outs = [mapping.get(v.id, v) if isinstance(v, Var) else v for v in body.outs]
     return [Eqn(ops.add, [product, c], [moved], {}, last.loc, last.phase)]
+
+
+# ---- after differentiation: products summed over a loop's steps, made once after it -------
+
+#: the most elements of the per-step arrays a batched product keeps (each operand's
+#: stacked steps): beyond, the per-step products are as fast and use no memory
+BATCH_MAX = 1 << 16
+
+
+def batch_step_products(eqns: list) -> bool:
+    """`acc = acc + p.T @ q` (or `acc + outer(p, q)`) in the body of a loop of a known,
+    positive number of steps, with p and q matrices (vectors) made by the step, is the sum
+    of the steps' products: p and q are appended to a list at each step (after every other
+    use of them, so nothing writes into them later) and the sum is one product of the
+    stacked steps after the loop, `P.T @ Q` with the steps' rows stacked, instead of a
+    product and a sum per step. The adjoint of `h @ W` in a loop over time accumulates
+    W's cotangent this way. Only for shapes known (a specialized variant's) and stacks of
+    at most `BATCH_MAX` elements. Rewrites in place; whether anything changed (the loop's
+    initial sum is then dead code for the optimizer to drop)."""
+    changed = False
+    k = 0
+    made = {q.outs[0].id: q for q in eqns if len(q.outs) == 1}
+    while k < len(eqns):
+        e = eqns[k]
+        for b in e.blocks():
+            changed = batch_step_products(b.eqns) or changed
+        if e.prim is FOR:
+            after = _batched_products(e, made)
+            if after:
+                eqns[k + 1:k + 1] = after[1]
+                eqns[k:k] = after[0]
+                k += len(after[0]) + len(after[1])
+                changed = True
+        k += 1
+    return changed
+
+
+def _steps(e) -> int:
+    start, stop, step = e.ins[:3]
+    if not all(_is_const(v) and float(v).is_integer() for v in (start, stop, step)) or \
+            step == 0:
+        return 0
+    return len(range(int(start), int(stop), int(step)))
+
+
+def _batched_products(e, outer: dict):
+    """(equations before the loop, after it) for the batched sums of `e`, or None.
+    `outer`: the equations of the loop's block, by their result."""
+    n = _steps(e)
+    if n <= 0 or "brk" in e.params:
+        return None
+    body, carry = e.params["body"], e.params["carry"]
+    uses = _uses(body)
+    made = {q.outs[0].id: q for q in body.eqns if len(q.outs) == 1}
+    carried = {c.id for c in carry} | {v.id for v in body.outs if isinstance(v, Var)}
+    before, after, dropped, appends = [], [], set(), []
+    for j, (c, nxt) in enumerate(zip(carry, body.outs)):
+        q_add = made.get(nxt.id) if isinstance(nxt, Var) else None
+        if q_add is None or q_add.prim is not ops.add or uses[c.id] != 1 or \
+                uses[nxt.id] != 1 or not any(a is c for a in q_add.ins) or \
+                known_shape(c) is None or c.dclass != FLOAT64:
+            continue
+        term = q_add.ins[1] if q_add.ins[0] is c else q_add.ins[0]
+        pq = _step_product(term, made, uses, carried, n)
+        if pq is None or term.dclass != FLOAT64:
+            continue
+        p, q, vectors = pq
+        scattered = _scattered_steps(e, q, made, uses, outer, n)
+        results = []
+        for v in (p, q) if scattered is None else (p,):
+            # a list the loop carries, the step's value appended last
+            start, inside, nxt_list, result = (Var(v.hint + "_steps", "list")
+                                               for _ in range(4))
+            before.append(Eqn(LIST_FROM, [], [start], {}, q_add.loc, q_add.phase))
+            appends.append((inside, v, nxt_list, start, result))
+            results.append(result)
+        scratch = Builder()
+        scratch.loc, scratch.phase, scratch.hint = q_add.loc, q_add.phase, c.hint
+        with staging(scratch):
+            stacks = [STACK_LIST(r, axis=0) for r in results]
+            for stacked, v in zip(stacks, (p, q)):  # (a list's items: the step's values)
+                stacked.sclass = staging_known((n,) + known_shape(v))
+                stacked.dclass = v.dclass
+            if scattered is None:
+                ps, qs = stacks
+            else:  # q's steps are the array the loop scatters them into, in index order
+                ps, qs = stacks[0], scattered
+                if e.params.get("reverse"):  # (the list holds them in the loop's order)
+                    qs = ops.getitem(qs, slice(None, None, -1))
+            if not vectors:  # the steps' rows, one after the other
+                rows = n * known_shape(p)[0]
+                ps, qs = ops.reshape(ps, (rows, known_shape(p)[1])), \
+                    ops.reshape(qs, (rows, known_shape(q)[1]))
+            ops.add(e.ins[3 + j], ops.matmul(ops.transpose(ps), qs))
+        total = scratch.eqns[-1]
+        total.outs = [e.outs[j]]  # the loop's result, made after it
+        after += scratch.eqns
+        dropped.add(j)
+    if not dropped:
+        return None
+    keep = [j for j in range(len(carry)) if j not in dropped]
+    new_carry = [carry[j] for j in keep]
+    new_next = [body.outs[j] for j in keep]
+    new_inits = [e.ins[3 + j] for j in keep]
+    new_results = [e.outs[j] for j in keep]
+    phase = body.eqns[-1].phase if body.eqns else e.phase
+    for inside, v, nxt_list, start, result in appends:
+        body.eqns.append(Eqn(LIST_APPEND, [inside, v, 0], [nxt_list], {}, None, phase))
+        new_carry.append(inside)
+        new_next.append(nxt_list)
+        new_inits.append(start)
+        new_results.append(result)
+    e.params["carry"], body.outs = new_carry, new_next
+    e.ins = list(e.ins[:3]) + new_inits
+    e.outs = new_results
+    return before, after
+
+
+def _scattered_steps(e, q, made, uses, outer, n):
+    """The loop's result that holds every step's q at the step's index (a carried sum of
+    `scatter_add(q, t, shape)` from zeros, the loop running t over 0..n-1), else None."""
+    index = e.params.get("index")
+    if index is None or not (_is_const(e.ins[0], 0) and _is_const(e.ins[2], 1)):
+        return None
+    carry, body = e.params["carry"], e.params["body"]
+    for j, (c, nxt) in enumerate(zip(carry, body.outs)):
+        q_add = made.get(nxt.id) if isinstance(nxt, Var) else None
+        if q_add is None or q_add.prim is not ops.add or uses[c.id] != 1 or \
+                not any(a is c for a in q_add.ins):
+            continue
+        s = q_add.ins[1] if q_add.ins[0] is c else q_add.ins[0]
+        q_sc = made.get(s.id) if isinstance(s, Var) else None
+        init = outer.get(e.ins[3 + j].id) if isinstance(e.ins[3 + j], Var) else None
+        if q_sc is not None and q_sc.prim is ops.scatter_add and q_sc.ins[0] is q and \
+                q_sc.ins[1] is index and uses[s.id] == 1 and init is not None and \
+                init.prim is ops.zeros_like and known_shape(c) == (n,) + known_shape(q) \
+                and c.dclass == q.dclass:
+            return e.outs[j]
+    return None
+
+
+def _step_product(term, made, uses, carried, n):
+    """(p, q, whether vectors) where `term` is `p.T @ q` of matrices with one number of
+    rows, or `outer(p, q)` of vectors, p and q made by the step (not carried: the next
+    step may update a carried array in place), read once; else None."""
+    q_mul = made.get(term.id) if isinstance(term, Var) else None
+    if q_mul is None or uses[term.id] != 1:
+        return None
+    if q_mul.prim is ops.outer:
+        p, q = q_mul.ins
+        vectors = True
+    elif q_mul.prim is ops.matmul and not q_mul.params:
+        tp, q = q_mul.ins
+        q_t = made.get(tp.id) if isinstance(tp, Var) else None
+        if q_t is None or q_t.prim is not ops.transpose or q_t.params.get("axes") is not None \
+                or uses[tp.id] != 1:
+            return None
+        p = q_t.ins[0]
+        vectors = False
+    else:
+        return None
+    if not all(isinstance(v, Var) and v.kind == "array" and v.id in made and
+               v.id not in carried and v.dclass == FLOAT64 for v in (p, q)):
+        return None
+    sp, sq = known_shape(p), known_shape(q)
+    if sp is None or sq is None or len(sp) != (1 if vectors else 2) or len(sq) != len(sp):
+        return None
+    if not vectors and sp[0] != sq[0]:
+        return None
+    if n * (numpy.prod(sp) + numpy.prod(sq)) > BATCH_MAX:
+        return None
+    return p, q, vectors

@@ -239,3 +239,44 @@ def rnn_bias_per_step(Wx, Wh, Bt, X, h0):
     for t in range(X.shape[0]):
         h = np.tanh(X[t] @ Wx + h @ Wh + Bt)     # Bt (T, batch, hidden): broadcasts h
     return np.sum(h * h)
+
+
+# ---- products summed over a loop's steps: one product of the stacked steps after it -------
+
+def rnn_vectors(Wx, Wh, b, xs, h0):
+    h = h0                                       # one sequence: states are vectors
+    for t in range(xs.shape[0]):
+        h = np.tanh(xs[t] @ Wx + h @ Wh + b)
+    return np.sum(h * h)
+
+
+def gram_of_steps(A, X):
+    G = np.zeros((A.shape[1], A.shape[1]))
+    for t in range(X.shape[0]):
+        Y = np.tanh(X[t] @ A)
+        G = G + Y.T @ Y                          # a sum of products written by the user
+    return np.sum(G * G)
+
+
+def rnn_with_break(Wx, Wh, b, X, h0):
+    h = h0
+    for t in range(X.shape[0]):
+        h = np.tanh(X[t] @ Wx + h @ Wh + b)
+        if t == 2:
+            break
+    return np.sum(h * h)
+
+
+def rnn_every_other_step(Wx, Wh, b, X, h0):
+    h = h0
+    for t in range(0, X.shape[0], 2):
+        h = np.tanh(X[t] @ Wx + h @ Wh + b)
+    return np.sum(h * h)
+
+
+def sum_read_in_the_step(A, X):
+    G = np.zeros((A.shape[1], A.shape[1]))
+    for t in range(X.shape[0]):
+        Y = np.tanh(X[t] @ A + np.sum(G) * 0.01)  # the running sum is read by the step
+        G = G + Y.T @ Y
+    return np.sum(G * G)

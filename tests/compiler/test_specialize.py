@@ -408,6 +408,38 @@ def test_a_bias_of_each_step_is_added_once_before_the_loop(fn, bias_shape, hoist
                                            atol=1e-7)
 
 
+@pytest.mark.parametrize("fn,args,batched", [
+    (U.rnn, U.rnn_inputs(T=5), True),
+    (U.rnn_vectors, U.rnn_inputs(T=5, batch=1)[:3] + (U.rnn_inputs(T=5)[3][:, 0],
+                                                      np.zeros(4)), True),
+    (U.gram_of_steps, (np.linspace(-0.5, 0.5, 12).reshape(3, 4),
+                       np.linspace(-1.0, 1.0, 30).reshape(5, 2, 3)), True),
+    (U.rnn_with_break, U.rnn_inputs(T=5), False),
+    (U.rnn_every_other_step, U.rnn_inputs(T=5), True),
+    (U.sum_read_in_the_step, (np.linspace(-0.5, 0.5, 12).reshape(3, 4),
+                              np.linspace(-1.0, 1.0, 30).reshape(5, 2, 3)), False),
+], ids=["rnn", "vectors", "gram", "break", "every_other", "read_in_step"])
+def test_products_summed_over_steps_are_one_product_after_the_loop(fn, args, batched):
+    """acc = acc + p.T @ q (or outer(p, q)) at each step of a loop of known length, p and
+    q made by the step: p and q are kept, and the sum is one product after the loop (the
+    adjoint of h @ W in a loop over time). Not in a loop with a break (its length is
+    not known), nor where the step reads the running sum."""
+    wrt = tuple(range(len(args) - 2)) if len(args) == 5 else (0,)
+    g = fresh(fn, wrt=wrt)
+    src = g.specialized_source(*args)
+    assert ("_steps" in src) == batched, src
+    want = srcgrad.grad(fn, wrt=wrt, specialize=False, cache=False)(*args)
+    for _ in range(3):
+        got = g(*args)
+        got, ref = (got, want) if isinstance(got, tuple) else ((got,), (want,))
+        for k, (a, b) in enumerate(zip(got, ref)):
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(a, finite_differences(fn, args, wrt[k]), rtol=1e-5,
+                                       atol=1e-7)
+    for a in args:  # no argument was updated
+        assert np.all(np.isfinite(a))
+
+
 def test_reductions_and_transposes_of_arrays_are_methods():
     """A variant writes `x.sum(axis=0)` and `X.T` for arrays of known shape (cheaper than
     np.sum's dispatch), and keeps np.sum for a value that may be a Python number."""
