@@ -228,7 +228,24 @@ def _rw_multiply(e, c):
             other = [q for q in inner_mul.ins if not _is_const(q)]
             if len(inner) == 1 and len(other) == 1:  # a * (b * y) -> (a * b) * y
                 return ops.multiply(x * inner[0], other[0])
+    sa, sb = _scaling(c, a), _scaling(c, b)
+    if sa is not None and sb is not None:  # (c1 * x) * (c2 * y) -> (c1 * c2) * (x * y)
+        return ops.multiply(sa[0] * sb[0], ops.multiply(sa[1], sb[1]))
     return _KEEP
+
+
+def _scaling(c: _Ctx, v):
+    """(constant, x) where v is `constant * x` of a floating x, read once (a rewrite that
+    replaces its reader makes it dead), else None."""
+    p = _producer_is(c, v, ops.multiply)
+    if p is None or not c.read_once(v):
+        return None
+    for k in (0, 1):
+        k_const, x = p.ins[k], p.ins[1 - k]
+        if _is_const(k_const) and type(k_const) is not bool and _array(x) and \
+                floating_dclass(x.dclass):
+            return k_const, x
+    return None
 
 
 def _rw_divide(e, c):

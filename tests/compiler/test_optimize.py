@@ -184,6 +184,31 @@ def test_a_negation_moves_into_the_constant_of_a_scaling_read_once():
     assert_same_values(g, opt, x, y)
 
 
+def two_scalings(x, y):
+    return np.sum((3.0 * x) * (2.0 * y))
+
+
+def scaling_read_again(x, y):
+    a = 3.0 * x
+    return np.sum(a * (2.0 * y)) + np.sum(a)
+
+
+def test_constants_of_two_scalings_read_once_fold_into_one():
+    """(c1 * x) * (c2 * y) -> (c1 * c2) * (x * y) where both scalings are read once (one op
+    fewer: the adjoint of a power times a constant writes such products); not where a
+    scaling is read again."""
+    x, y = rng.normal(size=5), rng.normal(size=5)
+    g = forward(two_scalings)
+    opt = optimize(g).check()
+    assert count(g, "multiply") == 3 and count(opt, "multiply") == 2, str(opt)
+    assert re.search(r"= multiply\(6\.0, ", str(opt)), str(opt)
+    assert_same_values(g, opt, x, y)
+    g = forward(scaling_read_again)
+    opt = optimize(g).check()
+    assert count(opt, "multiply") == 3, str(opt)
+    assert_same_values(g, opt, x, y)
+
+
 # ---- fold -------------------------------------------------------------------------------------
 
 def test_fold_evaluates_constant_equations():

@@ -35,18 +35,16 @@ def grad_poly(x, y):
     del dy_1
     dx = dz_4 * 5
     del dz_4
-    dz_5 = dz_1 * 3
+    dx_1 = dz_1 * x
     del dz_1
-    dx_1 = 2 * x
-    dx_2 = dz_5 * dx_1
-    del dz_5, dx_1
-    dx_3 = dx + dx_2
-    del dx, dx_2
-    dx_4 = cast_like(dx_3, x)
-    del dx_3
+    dx_1 *= 6
+    dx_2 = dx + dx_1
+    del dx, dx_1
+    dx_3 = cast_like(dx_2, x)
+    del dx_2
     dy_2 = cast_like(dy, y)
     del dy
-    return (dx_4, dy_2)
+    return (dx_3, dy_2)
 
 
 def grad_poly_same_shapes(x, y):
@@ -63,10 +61,8 @@ def grad_poly_same_shapes(x, y):
     dz_1 = dz * y
     z_2 *= dz
     dz_1 *= 5
-    dz *= 3
-    dx_1 = 2 * x
-    dz *= dx_1
-    del dx_1
+    dz *= x
+    dz *= 6
     dz_1 += dz
     del dz
     return (dz_1, z_2)
