@@ -56,12 +56,13 @@ _DASK_NAME = "dask.array"  # in sys.modules once the user has dask arrays
 
 
 def _call_method(fun):
-    """An object whose class defines `__call__` in Python (a model, a loss): its bound
-    `__call__`, a method like any other."""
+    """An object whose class defines `__call__` in Python (a model, a loss): its class's
+    `__call__` bound to it (what `fun(x)` runs: an instance attribute does not count), a
+    method like any other."""
     call = getattr(type(fun), "__call__", None)
     if isinstance(fun, type) or not isinstance(call, types.FunctionType):
         return fun
-    return fun.__call__
+    return types.MethodType(call, fun)
 
 
 def _resolve_wrt(fun, wrt, argnums, src=None):
@@ -155,6 +156,7 @@ class CompiledFunction:
             raise _composition_error(self.kind, fun)
         if not callable(fun):
             raise TypeError(f"srcgrad.{self.kind} needs a function, got {type(fun).__name__}")
+        self._object = fun if _call_method(fun) is not fun else None  # (a callable object)
         fun = _call_method(fun)
         if isinstance(fun, types.MethodType) and \
                 not isinstance(fun.__func__, types.FunctionType):
@@ -436,6 +438,8 @@ class CompiledFunction:
                 if self._check is None or self._check():
                     return self._call
                 self.clear()  # a value it read at compile time has changed: compile again
+                if self._object is not None:
+                    self.fun = _call_method(self._object)
             return self._compile_now()
 
     def _ready(self):
@@ -472,6 +476,8 @@ class CompiledFunction:
                         f"{code.co_firstlineno}>")
         self.cache_path = path
         self._check = _guards.with_defaults(_guards.make_check(live), self.fun)
+        if self._object is not None:  # `obj(x)` runs its class's __call__ of the moment
+            self._check = _guards.with_call(self._check, self._object, self.fun.__func__)
         self._module = (text, path, meta)
         try:
             impl = self._bind(None)

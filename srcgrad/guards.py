@@ -28,7 +28,8 @@ import numpy
 
 from .scopes import Path, describe as describe_scope, resolve as resolve_scope
 
-__all__ = ["Reads", "make_check", "with_defaults", "fingerprint", "describe", "validate"]
+__all__ = ["Reads", "make_check", "with_defaults", "with_call", "fingerprint", "describe",
+           "validate"]
 
 _ATOMS = (bool, int, float, complex, str, bytes, type(None), range)
 _LIBRARIES = frozenset({"numpy", "math", "cmath", "builtins", "scipy", "srcgrad", "runtime",
@@ -298,6 +299,15 @@ def with_defaults(check, fun):
     if check is None:
         return lambda: fn.__defaults__ is d and fn.__kwdefaults__ is k
     return lambda: fn.__defaults__ is d and fn.__kwdefaults__ is k and check()
+
+
+def with_call(check, obj, func):
+    """`check`, also false once `obj`'s class (or its `__call__`) is not what it was: the
+    compiled code is that of `func`, the `__call__` that `obj(x)` ran then."""
+    cls = type(obj)
+    if check is None:
+        return lambda: type(obj) is cls and cls.__call__ is func
+    return lambda: type(obj) is cls and cls.__call__ is func and check()
 
 
 def make_check(guards):

@@ -76,3 +76,28 @@ def test_an_object_called_as_a_function(specialize):
                                        atol=1e-9)
     value, _ = srcgrad.value_and_grad(model, cache=False)(x)
     assert value == model(x)
+
+
+def test_an_object_whose_class_or_call_changes_runs_the_new_call():
+    """obj(x) runs type(obj).__call__ of the moment: a class swapped or its __call__
+    replaced after the gradient was compiled compiles again (it gave the old gradient);
+    an instance attribute __call__ does not count, as in Python."""
+    x = RNG.normal(size=(4, 3))
+    model = U.Model(RNG.normal(size=(3, 2)), 1.0)
+    g = srcgrad.grad(model, cache=False)
+    for _ in range(3):
+        np.testing.assert_allclose(g(x), finite_differences(model, (x,), 0), rtol=1e-6)
+    original = U.Model.__call__
+    try:
+        model.__class__ = U.SineModel
+        for _ in range(3):
+            np.testing.assert_allclose(g(x), finite_differences(model, (x,), 0), rtol=1e-6)
+        model.__class__ = U.Model
+        U.Model.__call__ = lambda self, x: np.sum(np.exp(x @ self.W))
+        for _ in range(3):
+            np.testing.assert_allclose(g(x), finite_differences(model, (x,), 0), rtol=1e-6)
+    finally:
+        U.Model.__call__ = original
+    model.__call__ = lambda x: np.sum(x)  # not what model(x) runs
+    np.testing.assert_allclose(srcgrad.grad(model, cache=False)(x),
+                               finite_differences(model, (x,), 0), rtol=1e-6)
