@@ -39,8 +39,8 @@ from .errors import (RecursiveCallError, SrcgradError, UnknownFunctionError,
 from .frontend import Source, lambda_as_def, parse_function
 from .ir import (COND, FOR, SCALAR, WHILE, Block, Graph, Loc, StaticValueNeeded, Var, checked,
                  has_var)
-from .staging import (INT, INT_VALUED, IS_NONE, LEN, Builder, dtype_class,
-                      floating_dclass, staging)
+from .staging import (INT, INT_VALUED, IS_NONE, LEN, Builder, as_array, dtype_class,
+                      floating_dclass, holds_array, staging)
 from .staging import known as staging_known
 from .scopes import Path, scope_of, self_scope
 from . import pytree, verbatim
@@ -127,6 +127,12 @@ _UNSUPPORTED_EXPR = {
     ast.NamedExpr: "assignment expressions (:=)", ast.Starred: "starred arguments (*args)",
     ast.JoinedStr: "f-strings", ast.Set: "set displays",
 }
+
+#: numpy functions whose first argument is a sequence of arrays (of any shapes), not one
+#: array: a list there is not made an array
+_SEQUENCES = frozenset(getattr(numpy, n) for n in (
+    "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack", "row_stack",
+    "select", "array", "block", "broadcast_arrays", "meshgrid") if hasattr(numpy, n))
 
 _SIDE_EFFECTS = {builtins.print: "print()", builtins.input: "input()",
                  builtins.open: "open()", builtins.exec: "exec()", builtins.eval: "eval()"}
@@ -1684,6 +1690,9 @@ class Lowerer:
             return self.apply_to_list(f, args, kwargs, node)
         adapter = lookup(f) if hashable else None
         if adapter is not None:
+            if args and isinstance(args[0], (list, tuple)) and f not in _SEQUENCES and \
+                    holds_array(args[0]):  # numpy makes the list one array
+                args = (as_array(args[0]),) + tuple(args[1:])
             return adapter(*args, **kwargs)
         if isinstance(f, (_BoundMethod, Primitive)):
             return f(*args, **kwargs)

@@ -23,7 +23,7 @@ from .guards import Reads
 from .ir import SCALAR, Eqn, Loc, StaticValueNeeded, Var, has_var, set_builder
 
 __all__ = ["Builder", "staging", "floating_dclass", "known", "known_shape", "dtype_class", "known_out_shape", "number_spread", "PACK", "MAKE_SLICE", "LEN", "INT", "INT_VALUED",
-           "CHECK_SCALAR", "IS_NONE"]
+           "CHECK_SCALAR", "IS_NONE", "holds_array", "as_array"]
 
 
 # ---- compiler-internal meta primitives (not part of the op set: no derivatives) --------------
@@ -66,13 +66,13 @@ class staging:
         return False
 
 
-def _holds_array(seq) -> bool:
+def holds_array(seq) -> bool:
     """Whether a (nested) list or tuple holds an array value of the IR."""
-    return any(_holds_array(v) if isinstance(v, (tuple, list)) else
+    return any(holds_array(v) if isinstance(v, (tuple, list)) else
                isinstance(v, Var) and v.kind == "array" for v in seq)
 
 
-def _as_array(seq):
+def as_array(seq):
     """A list or tuple of arrays, as numpy takes it where it wants an array: stacked."""
     from runtime.ops.numpy_api import array
 
@@ -177,8 +177,8 @@ class Builder:
                                         "constant at compile time)", v)
         args = [self.reads.as_var(a) if type(a) is numpy.ndarray else a for a in args]
         for i, a in enumerate(args):
-            if isinstance(a, (tuple, list)) and i not in prim.nondiff and _holds_array(a):
-                args[i] = _as_array(a)  # np.sum([a, b]) sums every element, as numpy does
+            if isinstance(a, (tuple, list)) and i not in prim.nondiff and holds_array(a):
+                args[i] = as_array(a)  # np.sum([a, b]) sums every element, as numpy does
             elif isinstance(a, (tuple, slice)) and has_var(a):
                 args[i] = self.index_value(a)
         if not any(isinstance(a, Var) for a in args) and not prim.creator and \

@@ -98,3 +98,23 @@ def test_numpy_functions_of_a_list_of_arrays(f, args, wrt):
         value, g = vg(*args)
         np.testing.assert_allclose(value, f(*args), rtol=1e-12)
         np.testing.assert_allclose(g, finite_differences(f, args, wrt), rtol=1e-6, atol=1e-8)
+
+
+def passed_through(a, b):
+    M = np.asarray([a, b]) * 3.0 + np.real([a, b]) + np.atleast_2d((a, b))
+    return np.sum(M ** 2) + np.sum(np.real([a, b]) @ np.ones(3)) + \
+        np.sum(np.max(np.atleast_1d([a, b]), axis=1) * np.array([1.0, 3.0]))
+
+
+def test_numpy_functions_that_return_their_argument_make_a_list_an_array():
+    """np.asarray, np.real, np.atleast_2d of a list of arrays are arrays (they returned
+    the list, and `list * 3.0` raised)."""
+    a, b = np.array([0.3, 0.5, 0.9]), np.array([0.4, 0.7, 0.25])
+    vg = srcgrad.value_and_grad(passed_through, wrt=(0, 1), cache=False)
+    for _ in range(3):
+        value, (ga, gb) = vg(a, b)
+        np.testing.assert_allclose(value, passed_through(a, b), rtol=1e-12)
+        np.testing.assert_allclose(ga, finite_differences(passed_through, (a, b), 0),
+                                   rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(gb, finite_differences(passed_through, (a, b), 1),
+                                   rtol=1e-6, atol=1e-8)
