@@ -1766,10 +1766,17 @@ def jvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]
         if type(fun) is GradFunction and not fun.has_aux and fun._parent is None:
             return _jvp_of_grad(fun, primals, tangents)
         raise _composition_error("jvp", fun)
+    params = inspect.signature(fun).parameters.values()
+    name = getattr(fun, "__name__", type(fun).__name__)
+    if any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params):
+        raise TypeError(f"jvp: {name}() has keyword-only or variadic parameters, and jvp "
+                        "takes one primal and one tangent per parameter; fix the others "
+                        f"with a lambda: jvp(lambda x: {name}(x, p=...), (x,), (t,))")
     f = _jvp_compiled(fun)
-    n = len(inspect.signature(fun).parameters)
+    n = len(params)
     if len(primals) != n:
-        raise TypeError(f"jvp: {fun.__name__}() takes {n} arguments, got {len(primals)}")
+        raise TypeError(f"jvp: {name}() takes {n} arguments (one primal each), got "
+                        f"{len(primals)}")
     if any(_pytree.is_structured(a) for a in primals + tangents):
         return f._call_structured_jvp(primals, tangents)
     ts = [numpy.zeros_like(numpy.asarray(p, dtype=float)) if t is None else t
@@ -1781,9 +1788,51 @@ def jvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]
     return impl(*primals, *ts)
 
 
-@functools.lru_cache(maxsize=None)
+class _ByIdentity:
+    """The transformations `jvp(f, ...)` and `vjp(f, ...)` compile, kept per function by
+    identity (two callable objects that compare equal, a model with `__eq__`, are two
+    functions; an unhashable one is welcome); a bound method by its function and object
+    (`model.loss` is a new object at each access). An entry goes with its function where
+    that can be weakly referenced."""
+
+    def __init__(self):
+        self._entries = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _parts(fun) -> tuple:
+        if isinstance(fun, types.MethodType):
+            return fun.__func__, fun.__self__
+        return (fun,)
+
+    def get(self, fun, rest: tuple, make):
+        parts = self._parts(fun)
+        key = tuple(id(p) for p in parts) + rest
+        with self._lock:
+            hit = self._entries.get(key)
+            if hit is not None and all(r() is p for r, p in zip(hit[0], parts)):
+                return hit[1]
+        value = make()
+        refs = []
+        for p in parts:
+            try:
+                refs.append(weakref.ref(p, lambda _, key=key: self._entries.pop(key, None)))
+            except TypeError:  # (no weak reference: kept alive, like a function's globals)
+                refs.append(lambda p=p: p)
+        with self._lock:
+            self._entries[key] = (refs, value)
+        return value
+
+    def clear(self):
+        with self._lock:
+            self._entries.clear()
+
+
+_JVPS, _VJPS = _ByIdentity(), _ByIdentity()
+
+
 def _jvp_compiled(fun):
-    return JVPFunction(fun)
+    return _JVPS.get(fun, (), lambda: JVPFunction(fun))
 
 
 def _refuse_effects(kind: str, fun, per: str):
@@ -2000,12 +2049,14 @@ def _check_backend(kind: str, backend, specialize: bool = True) -> None:
         require()
 
 
-@functools.lru_cache(maxsize=None)
 def _vjp_compiled(fun, wrt, argnums=None, backend="numpy"):
-    f = VJPFunction(fun, wrt, argnums=argnums)
-    if backend != "numpy":
-        f.specialize, f.backend = True, backend
-    return f
+    def make():
+        f = VJPFunction(fun, wrt, argnums=argnums)
+        if backend != "numpy":
+            f.specialize, f.backend = True, backend
+        return f
+
+    return _VJPS.get(fun, (wrt, argnums, backend), make)
 
 
 def vjp(fun: Callable[..., Any], *primals: Any, wrt: Wrt = 0, argnums: Wrt | None = None,
@@ -2067,5 +2118,5 @@ def clear_cache() -> None:
     for f in list(_LIVE):
         f.clear()
     _cache.clear()
-    _vjp_compiled.cache_clear()
-    _jvp_compiled.cache_clear()
+    _VJPS.clear()
+    _JVPS.clear()

@@ -45,3 +45,33 @@ class Model:
 class SineModel(Model):
     def __call__(self, x):
         return np.sum(np.sin(x @ self.W))
+
+
+class ConfiguredModel:
+    """Models that compare (and hash) by their configuration, a common pattern."""
+
+    def __init__(self, scale, W):
+        self.scale, self.W = scale, W
+
+    def __eq__(self, other):
+        return isinstance(other, ConfiguredModel) and self.scale == other.scale
+
+    def __hash__(self):
+        return hash(self.scale)
+
+    def __call__(self, x):
+        return np.sum(np.tanh(x @ self.W) ** 2) * self.scale
+
+
+class Unhashable:
+    __hash__ = None
+
+    def __init__(self, W):
+        self.W = W
+
+    def __call__(self, x):
+        return np.sum(np.sin(x @ self.W))
+
+
+def with_power(x, *, p=2.0):
+    return np.sum(np.abs(x) ** p)

@@ -101,3 +101,26 @@ def test_an_object_whose_class_or_call_changes_runs_the_new_call():
     model.__call__ = lambda x: np.sum(x)  # not what model(x) runs
     np.testing.assert_allclose(srcgrad.grad(model, cache=False)(x),
                                finite_differences(model, (x,), 0), rtol=1e-6)
+
+
+def test_jvp_and_vjp_keep_equal_objects_apart():
+    """jvp(f, ...) and vjp(f, ...) keep what they compiled per function by identity: two
+    models that compare equal (same configuration, other weights) gave the first one's
+    value and derivatives to the second; an unhashable one raised."""
+    x, v = RNG.normal(size=(4, 3)), RNG.normal(size=(4, 3))
+    W = RNG.normal(size=(3, 2))
+    models = [U.ConfiguredModel(1.0, W), U.ConfiguredModel(1.0, W * 5), U.Unhashable(W)]
+    for m in models:
+        for _ in range(2):
+            out, t = srcgrad.jvp(m, (x,), (v,))
+            assert out == pytest.approx(m(x), rel=1e-12)
+            assert t == pytest.approx(np.sum(finite_differences(m, (x,), 0) * v), rel=1e-6)
+            out, pullback = srcgrad.vjp(m, x)
+            assert out == pytest.approx(m(x), rel=1e-12)
+            np.testing.assert_allclose(pullback(1.0), finite_differences(m, (x,), 0),
+                                       rtol=1e-6, atol=1e-9)
+
+
+def test_jvp_of_a_function_with_keyword_only_parameters_says_what_to_write():
+    with pytest.raises(TypeError, match=r"keyword-only or variadic.*lambda"):
+        srcgrad.jvp(U.with_power, (np.ones(3),), (np.ones(3),))
