@@ -134,6 +134,12 @@ _SEQUENCES = frozenset(getattr(numpy, n) for n in (
     "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack", "row_stack",
     "select", "array", "block", "broadcast_arrays", "meshgrid") if hasattr(numpy, n))
 
+def _of_numpy(f) -> bool:
+    """A function of numpy's own (scipy's take tuples that are not arrays: cho_solve's
+    (c, lower))."""
+    return (getattr(f, "__module__", None) or "").split(".")[0] == "numpy"
+
+
 _SIDE_EFFECTS = {builtins.print: "print()", builtins.input: "input()",
                  builtins.open: "open()", builtins.exec: "exec()", builtins.eval: "eval()"}
 
@@ -1691,7 +1697,7 @@ class Lowerer:
         adapter = lookup(f) if hashable else None
         if adapter is not None:
             if args and isinstance(args[0], (list, tuple)) and f not in _SEQUENCES and \
-                    holds_array(args[0]):  # numpy makes the list one array
+                    _of_numpy(f) and holds_array(args[0]):  # numpy makes the list an array
                 args = (as_array(args[0]),) + tuple(args[1:])
             return adapter(*args, **kwargs)
         if isinstance(f, (_BoundMethod, Primitive)):

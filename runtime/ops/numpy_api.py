@@ -582,10 +582,20 @@ def array(obj, dtype=None, copy=True, **kw):
 
 # ---- creation (no gradient) --------------------------------------------------------------------
 
+def _new_in(dtype, like_made, made):
+    """A new array (which the caller may write into): `like_made` (made in a's dtype)
+    for no dtype, `made(dtype name)` for a dtype, `like_made` converted for another
+    array's run-time dtype."""
+    if dtype is None:
+        return like_made()
+    if isinstance(dtype, DtypeOf):
+        return S.astype_of(like_made(), dtype.array)
+    return made(_dtype_name(dtype))
+
+
 @spelling(numpy.zeros_like)
 def zeros_like(a, dtype=None, **kw):
-    r = S.zeros_like(a)
-    return _as_dtype(r, dtype)
+    return _new_in(dtype, lambda: S.zeros_like(a), lambda d: S.zeros(S.shape(a), dtype=d))
 
 
 @spelling(numpy.empty_like)
@@ -597,15 +607,18 @@ def empty_like(a, dtype=None, **kw):
 
 @spelling(numpy.ones_like)
 def ones_like(a, dtype=None, **kw):
-    r = S.ones_like(a)
-    return _as_dtype(r, dtype)
+    return _new_in(dtype, lambda: S.ones_like(a), lambda d: S.ones(S.shape(a), dtype=d))
 
 
 @spelling(numpy.full_like)
 def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, **kw):
     _refuse("numpy.full_like", shape=shape)
+    if not _symbolic(fill_value):  # a new array, which the caller may write into
+        # numpy casts the fill value to a's dtype (full_like(int array, 2.5) holds 2s)
+        return _new_in(DtypeOf(a) if dtype is None else dtype,
+                       lambda: S.full(S.shape(a), fill_value),
+                       lambda d: S.full(S.shape(a), fill_value, dtype=d))
     r = E.add(S.zeros_like(a), fill_value)
-    # numpy casts the fill value to a's dtype (full_like(int array, 2.5) holds 2s)
     return S.convert_like(r, a) if dtype is None else _as_dtype(r, dtype)
 
 

@@ -68,3 +68,13 @@ def branch_on_dtype(x, k):
     if k.dtype == np.float64:
         return np.sum(x * k)
     return np.sum(x)
+
+
+def written_into_new_arrays(x, k):
+    out = np.zeros_like(x, dtype=k.dtype)        # new arrays: written into in place
+    out[1:] = x[:-1] * 2.0
+    acc = np.full_like(x, 2.0)
+    acc[0] = x[1]
+    ones = np.ones_like(x, dtype=np.float32)
+    ones[2] = 3.0
+    return np.sum(out * x) + np.sum(acc * x) + np.sum(ones * x)

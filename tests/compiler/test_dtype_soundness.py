@@ -73,3 +73,15 @@ def test_comparing_a_run_time_dtype_is_refused_where_it_is_written():
     with pytest.raises(srcgrad.SrcgradError, match=r"(?s)known only when the code runs.*"
                        r"dtype_user\.py"):
         srcgrad.grad(U.branch_on_dtype)(X1, np.ones(4))
+
+
+@pytest.mark.parametrize("kdtype", [np.int64, np.float64])
+def test_writes_into_arrays_made_like_another(kdtype):
+    """np.zeros_like(x, dtype=...), np.ones_like(x, dtype=...) and np.full_like(x, c) are
+    new arrays: writing into them is numpy's, not refused as a view of x."""
+    k = np.arange(4).astype(kdtype)
+    fn = U.written_into_new_arrays
+    g = srcgrad.grad(fn, cache=False)
+    for _ in range(3):
+        np.testing.assert_allclose(g(X1, k), finite_differences(fn, (X1, k), 0), rtol=1e-5,
+                                   atol=1e-6)
