@@ -218,6 +218,7 @@ class CompiledFunction:
                 meta["compiled"] = None if jit.python_body else fc.compiled_name
                 meta["loops"] = code.loops
                 meta["outs"] = code.out_types  # the compiled entry's result arrays
+                meta["reads"] = code.read_types  # ... and the arrays it reads from outside
             return code.text, meta, opt
         fc, inputs, header, opt = self._build_one(fused)
         if self.kind in ("grad", "value_and_grad") and len(self.wrt_index) > 1 and \
@@ -587,7 +588,8 @@ class CompiledFunction:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", numba.NumbaPerformanceWarning)
                 if meta["compiled"] is not None:
-                    outs = [(tuple(shape), np.dtype(dt)) for shape, dt in meta.get("outs", ())]
+                    outs = [(tuple(shape), np.dtype(dt)) for shape, dt in
+                            meta.get("reads", []) + meta.get("outs", [])]
                     _jit.compile_now(ns[meta["compiled"]], tuple(sig) + tuple(outs))
                     # (no compiling inside a call: arrays in another memory layout get a
                     # TypeError, which the entry answers with the numpy code)

@@ -1475,6 +1475,12 @@ def _emit_jit_entry(fc, namer, mod: _Module, inputs, lines):
     for v in fc.as_float:  # (a Python number `wrt`: numba cannot call the helper)
         x = namer.names[v.id]
         lines.append(f"    {x} = {mod.g('as_float')}({x})")
+    # the arrays it reads from outside (a global, `self.W`) are read here, in Python, and
+    # passed on: numba's code cannot reach a module's dict or an object's attributes
+    arrays = _module_arrays(fc)
+    _read_module_arrays(fc, namer, _Emitter(namer, mod), "    ", lines)
+    names = names + [namer.names[v.id] for v in arrays]
+    mod.read_types = [_read_type(v) for v in arrays]
     inner = _Namer(mod.local_reserved)
     mod.namers.append(inner)
     results = _out_results(fc)
@@ -1511,11 +1517,19 @@ def _emit_jit_entry(fc, namer, mod: _Module, inputs, lines):
     fc.docstring = "What numba compiles (nopython mode): the guard above has checked " \
         "every argument."
     lines.append(mod.jit.decorator(mod))
+    extra_before, fc.extra = fc.extra, list(fc.extra) + arrays  # (parameters, not reads)
     try:
         _emit_function(fc, inner, _Emitter(inner, mod), inputs, "", lines, fc.compiled_name)
     finally:
-        fc.spec, fc.as_float = spec, as_float
+        fc.spec, fc.as_float, fc.extra = spec, as_float, extra_before
         fc.out_params = None
+
+
+def _read_type(v):
+    """(shape, dtype) of the array `v` reads from outside, as it is now: numba compiles the
+    variant for it (another one, read later, makes the call run the numpy code)."""
+    a = v.const_value.get()
+    return list(getattr(a, "shape", ())), str(getattr(a, "dtype", "float64"))
 
 
 def _read_fresh(v, blocks) -> bool:
@@ -1865,6 +1879,7 @@ def _emit_planned(fc, inputs, header, ops, clashes, jit=None):
                       mod.fallback)
     code.loops = mod.loop_types
     code.out_types = getattr(mod, "out_types", [])
+    code.read_types = getattr(mod, "read_types", [])
     return code, set()
 
 

@@ -253,6 +253,33 @@ def test_methods_and_dict_parameters():
     assert_same((got["w"], got["b"]), (want["w"], want["b"]))
 
 
+def test_arrays_read_from_outside_are_passed_to_the_compiled_code():
+    """A global array, an object's attribute (`self.W` of a model called as a function)
+    are read by the Python entry at each call and passed to what numba compiled (numba's
+    code cannot reach a module's dict: it ran the numpy code, with a warning). A rebound
+    array is seen; one of another dtype runs the numpy code, and is right."""
+    x = np.linspace(-1.0, 1.0, 12).reshape(4, 3)
+    old = U.W_GLOBAL
+    try:
+        for W in (old, old * 2.0):
+            U.W_GLOBAL = W
+            g = srcgrad.grad(U.reads_a_global, backend="numba")
+            got, src = compiled_without_warning(g, x)
+            assert "main_globals" not in src.split("@njit")[-1]
+            for _ in range(2):
+                assert_same(g(x), srcgrad.grad(U.reads_a_global, specialize=False)(x))
+        U.W_GLOBAL = old.astype(np.float32)  # rebound after compiling: another dtype
+        assert_same(g(x), srcgrad.grad(U.reads_a_global, specialize=False)(x))
+    finally:
+        U.W_GLOBAL = old
+    layer = U.Layer(np.linspace(0.5, -0.5, 6).reshape(3, 2))
+    g = srcgrad.grad(layer, backend="numba")
+    compiled_without_warning(g, x)
+    for scale in (1.0, 3.0):
+        layer.W = layer.W * scale
+        assert_same(g(x), srcgrad.grad(layer, specialize=False)(x))
+
+
 # ---- every elementwise op a loop may contain ----------------------------------------------
 
 def _op_case(name):
