@@ -465,6 +465,7 @@ class CompiledFunction:
             text, meta, path = loaded
             self._code = _cache.load_code(path, meta, text)
         else:
+            self._code = None  # (the bytecode of a module loaded before is not this one's)
             text, meta, self._graph = self._guarded_build()
             live = meta["_guards"]
             self.compile_count += 1
@@ -886,7 +887,7 @@ class CompiledFunction:
     def clear(self) -> None:
         """Forget the generated code (the next call compiles or loads it again)."""
         self._impl = self._gpu = self._dask = self._module = self._fused = self._check = None
-        self._call = self._variants = None
+        self._call = self._variants = self._code = None
         self._spec_sources = {}
         self._source = self._graph = None
         self._entries = {}

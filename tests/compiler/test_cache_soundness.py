@@ -260,3 +260,47 @@ def test_unchanged_functions_of_every_shape_pass_and_edits_are_caught(module_fil
     for other, (get_other, _) in CASES.items():
         if other != case:
             parse_function(get_other(mod)[0])
+
+
+LIST_OF_ARRAYS = '''import numpy as np
+
+WS = [np.array([1.0, 2.0, 3.0]), np.array([0.5, 0.5, 0.5])]
+
+
+def f(x):
+    s = 0.0
+    for w in WS:
+        s = s + np.sum(w * x ** 2)
+    return s
+'''
+
+GROW_AND_SHRINK = '''
+import numpy as np, srcgrad, ws_module as M
+x = np.array([0.3, -0.7, 1.1])
+g = srcgrad.grad(M.f)
+wrong = []
+for step in ("as written", "grown", "shrunk"):
+    if step == "grown":
+        M.WS.append(np.array([2.0, 0.0, 1.0]))
+    elif step == "shrunk":
+        M.WS.pop()
+    for k in range(3):
+        if not np.allclose(g(x), 2 * x * sum(M.WS)):
+            wrong.append((step, k))
+print("WRONG", wrong)
+'''
+
+
+def test_a_module_compiled_after_one_loaded_from_the_disk_cache_runs_its_own_code(
+        tmp_path):
+    """A process that loaded a module from the disk cache, then compiled another (a global
+    list of arrays grew: the guard failed), ran the bytecode it had loaded for the first:
+    stale gradients until the variant took over. Two processes share one cache."""
+    (tmp_path / "ws_module.py").write_text(LIST_OF_ARRAYS)
+    env = {**os.environ, "SRCGRAD_CACHE_DIR": str(tmp_path / "cache"),
+           "PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp_path)])}
+    for run in ("fills the cache", "loads from it"):
+        done = subprocess.run([sys.executable, "-c", GROW_AND_SHRINK], cwd=tmp_path,
+                              capture_output=True, text=True, env=env)
+        assert done.returncode == 0, done.stderr
+        assert "WRONG []" in done.stdout, (run, done.stdout)
