@@ -924,10 +924,12 @@ class Lowerer:
 
     def plan(self, it):
         """The iteration plan of a `for` loop's iterable (see _Plan); a list to unroll."""
-        if isinstance(it, ast.Call) and not it.keywords and \
-                not any(isinstance(a, ast.Starred) for a in it.args):
+        if isinstance(it, ast.Call) and not any(isinstance(a, ast.Starred) for a in it.args):
             f = self.expr(it.func)
             how = _PLANS.get(f) if _hashable(f) else None
+            if it.keywords and not (f is builtins.enumerate and len(it.keywords) == 1 and
+                                    it.keywords[0].arg == "start" and len(it.args) == 1):
+                how = None  # (enumerate's start= is the only keyword a plan reads)
             if how is not None:
                 p = how(self, it)
                 if p is not _MISSING:
@@ -970,7 +972,8 @@ class Lowerer:
         if not 1 <= len(it.args) <= 2:
             return _MISSING
         p = self.plan(it.args[0])
-        start = self.expr(it.args[1]) if len(it.args) == 2 else 0
+        start = self.expr(it.args[1]) if len(it.args) == 2 else \
+            self.expr(it.keywords[0].value) if it.keywords else 0
         if isinstance(p, list):
             return [(k + start, v) for k, v in enumerate(p)] if not has_var(start) else None
         if p.reverse:

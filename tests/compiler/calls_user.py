@@ -75,3 +75,14 @@ class Unhashable:
 
 def with_power(x, *, p=2.0):
     return np.sum(np.abs(x) ** p)
+
+
+def weighted_by_position(x, ws, n):
+    s = 0.0
+    for i, w in enumerate(ws, start=1):          # a list argument (its leaves)
+        s = s + i * np.sum(w * x) ** 2
+    for i, xi in enumerate(x, start=2):          # an array's rows
+        s = s + i * xi ** 2
+    for i, k in enumerate(range(n), start=-1):   # a run-time range
+        s = s + i * k * np.sum(x ** 2)
+    return s

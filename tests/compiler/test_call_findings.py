@@ -124,3 +124,14 @@ def test_jvp_and_vjp_keep_equal_objects_apart():
 def test_jvp_of_a_function_with_keyword_only_parameters_says_what_to_write():
     with pytest.raises(TypeError, match=r"keyword-only or variadic.*lambda"):
         srcgrad.jvp(U.with_power, (np.ones(3),), (np.ones(3),))
+
+
+def test_enumerate_with_a_start_keyword():
+    """`enumerate(it, start=1)` was refused (a keyword made the loop's plan be skipped)."""
+    x = RNG.normal(size=3)
+    ws = [RNG.normal(size=3), RNG.normal(size=3)]
+    g = srcgrad.grad(U.weighted_by_position, cache=False)
+    for _ in range(3):
+        np.testing.assert_allclose(g(x, ws, 4),
+                                   finite_differences(U.weighted_by_position, (x, ws, 4), 0),
+                                   rtol=1e-6, atol=1e-9)
