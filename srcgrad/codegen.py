@@ -323,10 +323,17 @@ class _Emitter:
                 e.ins[0].id in self.maybe_py:  # may be a Python number at run time
             return self.spell(p, ins, e.params, p.py_spell)
         if p.array_spell is not None and getattr(self.mod, "array_methods", False) and \
-                isinstance(e.ins[0], Var) and e.ins[0].kind == "array" and \
-                loop_shape(e.ins[0]) and ins[0].isidentifier():  # (an ndarray, by name)
+                self._arrays(e.ins[:1] if p.array_ndim is None else e.ins, p.array_ndim) \
+                and ins[0].isidentifier():  # (an ndarray, by name)
             return self.spell(p, ins, e.params, p.array_spell)
         return self.spell(p, ins, e.params)
+
+    @staticmethod
+    def _arrays(vs, ndim) -> bool:
+        """Are all `vs` arrays of known shapes of one dimension or more (at most `ndim`)?"""
+        shapes = [loop_shape(v) if isinstance(v, Var) and v.kind == "array" else None
+                  for v in vs]
+        return all(s and (ndim is None or len(s) <= ndim) for s in shapes)
 
     def spell(self, p, ins, params, spelling=None) -> str:
         """`p`'s spelling (or `spelling`) over operand texts: the names the spelling itself

@@ -65,7 +65,8 @@ class Primitive:
         "reads_inputs", "reads_out", "spell", "defaults", "elementwise", "doc",
         "convention", "variadic", "jvp", "custom", "zero_grad", "pure", "view", "creator",
         "structured", "kind", "dtype", "shape_arg", "shape_like", "shape_key", "on_meta",
-        "fresh", "readonly", "cuda", "cuda_when", "py_spell", "array_spell", "subscript",
+        "fresh", "readonly", "cuda", "cuda_when", "py_spell", "array_spell", "array_ndim",
+        "subscript",
         "positional_dtype", "inplace_op", "adds_at", "updatable", "inline", "shape_rule",
         "use_text",
     )
@@ -168,7 +169,8 @@ class Primitive:
         self.use_text = use_text
         self._writing_facts(**writing)
 
-    def _writing_facts(self, *, py_spell=None, array_spell=None, subscript=False,
+    def _writing_facts(self, *, py_spell=None, array_spell=None, array_ndim=None,
+                       subscript=False,
                        positional_dtype=None, inplace_op=None, adds_at=None, updatable=None,
                        inline=False):
         """How generated source writes a call and may reuse its memory (srcgrad.codegen),
@@ -180,6 +182,10 @@ class Primitive:
         #: dimension or more (a specialized numpy variant's): the method `x.sum(axis=1)`
         #: skips the dispatch that costs `np.sum` a microsecond; or None
         self.array_spell = array_spell
+        #: where set, `array_spell` is for operands that are all numpy arrays of known shapes
+        #: of 1 to `array_ndim` dimensions (`a.dot(b)` is `a @ b` for matrices and vectors,
+        #: at half the cost of a small product)
+        self.array_ndim = array_ndim
         #: written in Python's subscript syntax, input 0 indexed by input 1 (`x[i, 1:]`):
         #: a tuple or slice made only for such an index is written in it, unnamed
         self.subscript = subscript

@@ -108,6 +108,8 @@ def _matmul_grad_b(g, a, b):
 
 matmul, matmul_grad_a, matmul_grad_b = _bilinear(
     "matmul", _matmul, _matmul_grad_a, _matmul_grad_b, spell=lambda i, p, d: f"{i[0]} @ {i[1]}")
+matmul.array_spell = lambda i, p, d: f"{i[0]}.dot({i[1]})"
+matmul.array_ndim = 2
 matmul.shape_rule = matmul_shape  # (not evaluated: large operands would cost a product)
 matmul.updatable = True  # (a product is a new array: `h = X @ W; h += b` may update it)
 

@@ -26,12 +26,12 @@ def grad_mlp_loss(W1, b1, W2, b2, X, Y):
         and type(Y) is ndarray and Y.shape == (8, 4) and Y.dtype == float64):
         return general(W1, b1, W2, b2, X, Y)  # the shape-polymorphic code
     # h = np.tanh(X @ W1 + b1)   (specialize_user.py:10)
-    h_1 = X @ W1
+    h_1 = X.dot(W1)
     h_1 += b1
     h = np.tanh(h_1)
     del h_1
     # z = h @ W2 + b2   (specialize_user.py:11)
-    z_1 = h @ W2
+    z_1 = h.dot(W2)
     z_1 += b2
     # zs = z - np.max(z, axis=1, keepdims=True)   (specialize_user.py:12)
     zs_1 = z_1.max(axis=1, keepdims=True)
@@ -56,10 +56,10 @@ def grad_mlp_loss(W1, b1, W2, b2, X, Y):
     # grad of: z = h @ W2 + b2   (specialize_user.py:11)
     db2 = logp_1.sum(axis=0)
     dh_1 = W2.T
-    dh = logp_1 @ dh_1
+    dh = logp_1.dot(dh_1)
     del dh_1
     dW2_1 = h.T
-    dW2 = dW2_1 @ logp_1
+    dW2 = dW2_1.dot(logp_1)
     del dW2_1, logp_1
     # grad of: h = np.tanh(X @ W1 + b1)   (specialize_user.py:10)
     dh_2 = np.square(h)
@@ -70,6 +70,6 @@ def grad_mlp_loss(W1, b1, W2, b2, X, Y):
     del dh_3
     db1 = dh.sum(axis=0)
     dW1_1 = X.T
-    dW1 = dW1_1 @ dh
+    dW1 = dW1_1.dot(dh)
     del dW1_1, dh
     return (dW1, db1, dW2, db2)
