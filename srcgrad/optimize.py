@@ -118,6 +118,39 @@ def _keeps_dtype(x, c=None, true_divide: bool = False) -> bool:
         isinstance(c, numbers.Integral) and not isinstance(c, bool)))
 
 
+#: the narrowest dtypes a value of unknown dtype may have, whose range a folded constant
+#: must fit: float16's normal numbers, and the integers int8 and uint8 share
+_NARROW_FLOAT, _NARROW_INT = numpy.finfo(numpy.float16), (0, 127)
+
+
+def _folds_into(k, *ys) -> bool:
+    """Whether the constant `k`, folded from two (`a * (b * y)`, `-(c * y)`), scales each
+    of `ys` as the constants it replaces did. numpy converts a Python number to the dtype
+    of the array it meets (NEP 50): the folded constant must fit that dtype where the
+    unfolded ones did. An integer must be in an integer dtype's range (`(-2) * img` raises
+    for a uint8 img, where `-(2 * img)` wraps); a float must be a normal number of a float
+    dtype (90000 overflows float16). A value of unknown dtype may have the narrowest."""
+    if isinstance(k, bool) or not isinstance(k, (int, float)):
+        return False
+    for y in ys:
+        d = getattr(y, "dclass", None)
+        known = isinstance(d, tuple) and len(d) == 2 and isinstance(d[1], str)
+        dt = numpy.dtype(d[1]) if known else None
+        if dt is not None and dt.kind == "b":
+            continue  # (a Python number promotes a boolean array to its own kind)
+        if dt is not None and dt.kind in "iu":
+            if isinstance(k, int) and not numpy.iinfo(dt).min <= k <= numpy.iinfo(dt).max:
+                return False
+            continue  # (a float makes float64 of an integer array)
+        info = numpy.finfo(dt) if dt is not None and dt.kind in "fc" else _NARROW_FLOAT
+        if k != 0 and not float(info.smallest_normal) <= abs(float(k)) <= float(info.max):
+            return False
+        if dt is None and not floating_dclass(d) and isinstance(k, int) and \
+                not _NARROW_INT[0] <= k <= _NARROW_INT[1]:
+            return False
+    return True
+
+
 def _producer_is(c: _Ctx, v, prim):
     """The equation that made `v` when it is a call of `prim`, else None."""
     p = c.prod(v)
@@ -226,11 +259,12 @@ def _rw_multiply(e, c):
         if _is_const(x) and inner_mul is not None:
             inner = [q for q in inner_mul.ins if _is_const(q)]
             other = [q for q in inner_mul.ins if not _is_const(q)]
-            if len(inner) == 1 and len(other) == 1:  # a * (b * y) -> (a * b) * y
+            if len(inner) == 1 and len(other) == 1 and \
+                    _folds_into(x * inner[0], other[0]):  # a * (b * y) -> (a * b) * y
                 return ops.multiply(x * inner[0], other[0])
     sa, sb = _scaling(c, a), _scaling(c, b)
-    if sa is not None and sb is not None:  # (c1 * x) * (c2 * y) -> (c1 * c2) * (x * y)
-        return ops.multiply(sa[0] * sb[0], ops.multiply(sa[1], sb[1]))
+    if sa is not None and sb is not None and _folds_into(sa[0] * sb[0], sa[1], sb[1]):
+        return ops.multiply(sa[0] * sb[0], ops.multiply(sa[1], sb[1]))  # (c1 x)(c2 y)
     return _KEEP
 
 
@@ -283,7 +317,8 @@ def _rw_negative(e, c):
     mul = _producer_is(c, x, ops.multiply)
     if mul is not None:
         for k, q in enumerate(mul.ins):  # -(c * y) -> (-c) * y
-            if _is_const(q) and not _is_const(mul.ins[1 - k]):
+            if _is_const(q) and not _is_const(mul.ins[1 - k]) and \
+                    _folds_into(-q, mul.ins[1 - k]):
                 return ops.multiply(-q, mul.ins[1 - k])
         if c.read_once(x):
             for k, q in enumerate(mul.ins):  # -((c / y) * z) -> ((-c) / y) * z
@@ -300,9 +335,9 @@ def _negated_scaling(c: _Ctx, v):
     if p is None or p.prim not in (ops.multiply, ops.divide) or not c.read_once(v):
         return None
     a, b = p.ins
-    if _is_const(a) and not _is_const(b):
+    if _is_const(a) and not _is_const(b) and _folds_into(-a, b):
         return p.prim(-a, b)
-    if _is_const(b) and not _is_const(a):
+    if _is_const(b) and not _is_const(a) and _folds_into(-b, a):
         return p.prim(a, -b)
     return None
 

@@ -78,3 +78,31 @@ def written_into_new_arrays(x, k):
     ones = np.ones_like(x, dtype=np.float32)
     ones[2] = 3.0
     return np.sum(out * x) + np.sum(acc * x) + np.sum(ones * x)
+
+
+# constants the optimizer folds into one, times an array of a narrow dtype: numpy converts
+# each constant to that dtype (NEP 50), so the folded one must fit it too
+
+
+def scaled_twice(w, k):
+    return np.sum(w * (300.0 * (300.0 * k)))      # 90000 overflows float16
+
+
+def scalings_multiplied(w, k):
+    return np.sum(w * ((300.0 * k) * (300.0 * (k + 1.0))))
+
+
+def negated_scaling(w, k):
+    return np.sum(w * -(2 * k))                    # -2 is no uint8
+
+
+def negated_ratio(w, k):
+    return np.sum(w * -((2 / (k + 1)) * k))
+
+
+def int_scaled_twice(w, k):
+    return np.sum(w * (100 * (100 * k)))           # 10000 is no int8
+
+
+def scaled_square(k):
+    return np.sum(300.0 * (300.0 * k) * k)

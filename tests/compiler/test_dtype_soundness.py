@@ -87,3 +87,41 @@ def test_writes_into_arrays_made_like_another():
                                    atol=1e-6)
     with pytest.raises(TypeError, match="truncates"):
         g(X1, np.arange(4))
+
+
+FOLDED = [U.scaled_twice, U.scalings_multiplied, U.negated_scaling, U.negated_ratio,
+          U.int_scaled_twice]
+NARROW = {np.float16: np.array([0.01, 0.02, 0.03, 0.05]), np.float32: np.array([1e-3, 2.0, 3.0, 5.0]),
+          np.int8: np.array([1, 2, 3, 100]), np.uint8: np.array([1, 2, 3, 200]),
+          np.int16: np.array([1, -2, 3, 300])}
+
+
+@pytest.mark.parametrize("fn", FOLDED, ids=[f.__name__ for f in FOLDED])
+@pytest.mark.parametrize("kdtype", list(NARROW), ids=[d.__name__ for d in NARROW])
+@pytest.mark.parametrize("specialize", [False, True], ids=["polymorphic", "specialized"])
+def test_folded_constants_fit_a_narrow_dtype(fn, kdtype, specialize):
+    """`a * (b * k)`, `(a * k) * (b * y)`, `-(a * k)`: the optimizer folds the constants
+    into one only where it fits k's dtype as the two did (90000 overflowed float16 to inf,
+    silently; `(-2) * k` raised for a uint8 k where `-(2 * k)` wraps)."""
+    w = np.linspace(0.5, 1.5, 4)
+    with np.errstate(all="ignore"):
+        k = NARROW[kdtype].astype(kdtype)
+        want_value = fn(w, k)
+        want = tape_grads(fn, (w, k), [0])[0]
+        g = srcgrad.value_and_grad(fn, cache=False, specialize=specialize)
+        for _ in range(4):  # (the specialized variant runs from the third call)
+            value, got = g(w, k)
+            np.testing.assert_allclose(value, want_value, rtol=1e-6)
+            np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=fn.__name__)
+
+
+@pytest.mark.parametrize("specialize", [False, True], ids=["polymorphic", "specialized"])
+def test_folded_constants_in_the_reverse_pass_fit_float16(specialize):
+    k = np.array([0.01, 0.02, 0.03], np.float16)
+    want = tape_grads(U.scaled_square, (k,), [0])[0]
+    assert np.all(np.isfinite(want))
+    g = srcgrad.grad(U.scaled_square, cache=False, specialize=specialize)
+    for _ in range(4):
+        got = g(k)
+        assert got.dtype == np.float16
+        np.testing.assert_allclose(got.astype(float), want.astype(float), rtol=2e-3)
