@@ -231,6 +231,10 @@ def _rw_add(e, c):
                 isinstance(z.ins[0], Var) and y.dclass == z.ins[0].dclass and \
                 floating_dclass(y.dclass):
             return y
+        z = _producer_is(c, x, ops.zeros)  # np.zeros(shape) + y -> y, of one known shape
+        if z is not None and _array(y) and known_shape(y) is not None and \
+                _same_shape(y, x) and y.dclass == x.dclass and floating_dclass(y.dclass):
+            return y
     return _KEEP
 
 
@@ -1000,6 +1004,8 @@ def _batched_products(e, outer: dict):
         return None
     body, carry = e.params["body"], e.params["carry"]
     uses = _uses(body)
+    # a value the step also saves for the adjoint (pushes) is kept, never written into
+    kept_uses = _uses_in([q for q in body.eqns if q.prim is not PUSH], body.outs)
     made = {q.outs[0].id: q for q in body.eqns if len(q.outs) == 1}
     carried = {c.id for c in carry} | {v.id for v in body.outs if isinstance(v, Var)}
     before, after, dropped, appends = [], [], set(), []
@@ -1010,13 +1016,13 @@ def _batched_products(e, outer: dict):
                 known_shape(c) is None or c.dclass != FLOAT64:
             continue
         term = q_add.ins[1] if q_add.ins[0] is c else q_add.ins[0]
-        pq = _step_product(term, made, uses, carried, n)
+        pq = _step_product(term, made, kept_uses, carried, n)
         if pq is None or term.dclass != FLOAT64:
             continue
         p, q, vectors = pq
         scattered = _scattered_steps(e, q, made, uses, outer, n)
         results = []
-        for v in (p, q) if scattered is None else (p,):
+        for v in (p,) if scattered is not None or p is q else (p, q):
             # a list the loop carries, the step's value appended last
             start, inside, nxt_list, result = (Var(v.hint + "_steps", "list")
                                                for _ in range(4))
@@ -1031,7 +1037,7 @@ def _batched_products(e, outer: dict):
                 stacked.sclass = staging_known((n,) + known_shape(v))
                 stacked.dclass = v.dclass
             if scattered is None:
-                ps, qs = stacks
+                ps, qs = stacks if len(stacks) == 2 else stacks * 2  # (p.T @ p: one list)
             else:  # q's steps are the array the loop scatters them into, in index order
                 ps, qs = stacks[0], scattered
                 if e.params.get("reverse"):  # (the list holds them in the loop's order)

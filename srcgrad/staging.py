@@ -257,6 +257,10 @@ class Builder:
         else:
             out.sclass = _shape_class(prim, args, params, arrays, out.sclass)
             out.dclass = _dtype_class(prim, args, arrays, out)
+        if prim.positional_dtype is not None:
+            made = _created_dclass(prim, args, params)
+            if made is not None:
+                out.dclass = made
 
     def _classes_to_shape(self, prim, args, out):
         src = args[prim.shape_arg]
@@ -408,6 +412,25 @@ def _dtype_class(prim, args, arrays, out):
         if dtype == "float":
             return ("f", out.id)  # float64 for integers
     return out.dclass
+
+
+def _created_dclass(prim, args, params):
+    """The dtype class of a new array (np.zeros, np.full...) whose dtype the call names by
+    a constant (`dtype=np.float32`, `'float64'`) or leaves to numpy's default (float64, or
+    a Python fill value's type), else None (another array's dtype, read at run time)."""
+    i, default = prim.positional_dtype
+    dt = params.get("dtype", args[i] if len(args) > i else None)
+    if dt is None and default == "float":
+        dt = numpy.float64
+    elif dt is None and isinstance(default, tuple) and len(args) > default[1]:
+        fill = args[default[1]]  # np.full(shape, 2.5): float64; np.full(shape, 3): int
+        dt = type(fill) if type(fill) in (float, int, bool) else None
+    if dt is None or isinstance(dt, Var) or not isinstance(dt, (str, type, numpy.dtype)):
+        return None
+    try:
+        return dtype_class(numpy.dtype(dt))
+    except TypeError:
+        return None
 
 
 def _scalar_operands(args) -> bool:

@@ -428,7 +428,8 @@ def test_products_summed_over_steps_are_one_product_after_the_loop(fn, args, bat
     wrt = tuple(range(len(args) - 2)) if len(args) == 5 else (0,)
     g = fresh(fn, wrt=wrt)
     src = g.specialized_source(*args)
-    assert ("_steps" in src) == batched, src
+    body = src.split("return general")[1]  # (the function's name may hold "_steps")
+    assert ("_steps" in body) == batched, src
     want = srcgrad.grad(fn, wrt=wrt, specialize=False, cache=False)(*args)
     for _ in range(3):
         got = g(*args)
@@ -468,3 +469,21 @@ def test_a_rewrite_keeps_what_a_loop_init_dtype_is():
     assert "Specialized" in src
     np.testing.assert_allclose(got, finite_differences(U.empty_loop_then_maximum, args, 1),
                                rtol=1e-6)
+
+
+def test_a_state_made_inside_the_function_gets_the_loop_rewrites():
+    """A loop whose state starts as `np.zeros(shape)` made in the function: the new
+    array's dtype (float64, numpy's default) is known, so the adjoint loop carries
+    cotangents of known shape and dtype like one whose state is an argument (it fell
+    back to the shape-polymorphic adjoint: sum_to and matmul_grad_a at every step)."""
+    args = U.rnn_inputs(T=5)[:4]
+    g = fresh(U.rnn_state_made_inside, wrt=(0, 1, 2))
+    body = g.specialized_source(*args).split("return general")[1]
+    assert "sum_to" not in body and "matmul_grad_a" not in body, body
+    assert "_steps" in body, body  # the per-step products of the adjoint: one product
+    want = srcgrad.grad(U.rnn_state_made_inside, wrt=(0, 1, 2), specialize=False)(*args)
+    for _ in range(3):
+        for k, (a, b) in enumerate(zip(g(*args), want)):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-13)
+            np.testing.assert_allclose(a, finite_differences(U.rnn_state_made_inside, args, k),
+                                       rtol=1e-5, atol=1e-7)
