@@ -295,10 +295,14 @@ class CompiledFunction:
         if at is not None:  # (f's own value, as numpy makes it)
             opt.outputs[0] = copied_inputs(graph.inputs, outs[0], opt, at)
         opt.check(extra_inputs=self._extra + ([self._seed] if self.kind == "vjp" else []))
-        if jit is not None and not jit.python_body:
-            from .jit import large_form
+        if jit is not None:
+            from .jit import Unlike, large_form, unlike_numpy
 
-            jit.python_body = large_form(opt.eqns)
+            found = unlike_numpy(opt.eqns)
+            if found is not None:
+                raise Unlike(self.fun.__qualname__, *found)
+            if not jit.python_body:
+                jit.python_body = large_form(opt.eqns)
         if fused or jit is not None:
             from .fusion import fuse_graph, one_shape
             from .jit import accept
@@ -598,7 +602,9 @@ class CompiledFunction:
                 for name, params in meta.get("loops", {}).items():
                     _jit.compile_now(ns[name], [((0,) * nd, np.dtype(dt)) for nd, dt in params])
         except Exception as err:  # noqa: BLE001 (the numpy code runs)
-            if module is not None and (compiling or
+            if isinstance(err, _jit.Unlike):
+                msg = str(err)
+            elif module is not None and (compiling or
                                        isinstance(err, numba.core.errors.NumbaError)):
                 msg = _jit.failure(err, module[0], module[1], self.fun.__qualname__)
             else:

@@ -25,10 +25,13 @@ import re
 
 import numpy
 
-from .ir import Var
+import ast
+
+from .errors import SrcgradError
+from .ir import PYTHON, Var
 
 __all__ = ["INSTALL", "require", "accept", "compile_now", "failure", "SCALAR_OPS", "CHEAP_OPS",
-           "STREAMING", "LARGE", "VECTOR_CALLS", "large_form"]
+           "STREAMING", "LARGE", "VECTOR_CALLS", "large_form", "unlike_numpy", "Unlike"]
 
 INSTALL = 'pip install "srcgrad[jit]"'
 
@@ -281,6 +284,48 @@ def large_form(eqns) -> bool:
         if any(large_form(b.eqns) for b in e.blocks()):
             return True
     return False
+
+
+class Unlike(SrcgradError):
+    """The variant has an equation that numba would compute with another meaning than
+    numpy's (`unlike_numpy`): the numpy code runs, with a warning that says where."""
+
+    def __init__(self, qualname: str, what: str, e):
+        where = "" if e.loc is None else f" at {e.loc.filename}:{e.loc.lineno} `{e.loc.text}`"
+        super().__init__(f"srcgrad does not compile the gradient of {qualname!r} with numba: "
+                         f"{what}{where}. It runs the numpy code instead")
+
+
+def unlike_numpy(eqns) -> "tuple | None":
+    """(what, equation) for the first equation numba would compute with another meaning than
+    numpy's, else None: then the numpy code runs.
+    - A statement run as written (but `assert` and `raise`): numba compiles a random draw
+      from its own generator, not numpy's (`np.random.seed` does not reach it), and other
+      calls to its own rules.
+    - Arithmetic on integers or booleans whose result is not float64 and not int64 from
+      int64 operands: numpy 2 computes `k * 3` of an int8 k in int8 (it wraps), `u - 5`
+      of a uint in the uint's dtype, `m + m` of booleans as `m | m`; numba computes in
+      int64 (or float64), and an integer power to a negative exponent gives 0 where numpy
+      raises. An integer operand of a float64 result is exact in both."""
+    from .fusion import jit_dtype
+
+    for e in eqns:
+        if e.prim is PYTHON and not isinstance(e.params["code"].node, (ast.Assert, ast.Raise)):
+            return "a statement that runs as written (numba would run it with its own " \
+                "meaning: a random draw from numba's generator, not numpy's)", e
+        if e.prim.elementwise and (e.prim.differentiable or e.prim.dtype is not None):
+            kinds = [jit_dtype(v) for v in e.ins if isinstance(v, Var) and v.kind == "array"]
+            exact = [k for k in kinds if k is not None and k not in ("float32", "float64")]
+            out = jit_dtype(e.outs[0]) if e.outs and isinstance(e.outs[0], Var) else None
+            if exact and out != "float64" and not (
+                    out == "int64" and set(exact) == {"int64"} and e.prim.name != "power"):
+                return f"integer arithmetic ({', '.join(sorted(set(exact)))} operands: " \
+                    "numpy computes in their dtype, numba in its own)", e
+        for b in e.blocks():
+            found = unlike_numpy(b.eqns)
+            if found is not None:
+                return found
+    return None
 
 
 def _values(e) -> list:

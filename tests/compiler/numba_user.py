@@ -65,3 +65,42 @@ class Layer:
 
     def __call__(self, x):
         return np.sum(np.tanh(x @ self.W) ** 2)
+
+
+# numpy's meaning, where numba's own differs
+
+
+def row_energy(W, i):
+    return np.sum(np.tanh(W[i]) ** 2)            # i out of range: IndexError
+
+
+def embedding(E, tokens):
+    s = 0.0
+    for t in tokens:
+        s = s + np.sum(E[t] ** 2)
+    return s
+
+
+def ratio(x, y):
+    return np.sum(x / y)                         # y = 0: inf, not ZeroDivisionError
+
+
+def distance(p, q):
+    return np.sqrt(np.sum((p - q) ** 2))         # p == q: nan gradient, as numpy
+
+
+def scaled_counts(x, k):
+    return np.sum(x * (k * 3))                   # an int8 k wraps in int8
+
+
+def shifted_counts(x, k):
+    return np.sum(x * (k - 5))                   # a uint8 k wraps in uint8
+
+
+def dropout(x):
+    mask = np.random.rand(*x.shape) > 0.5        # numpy's global generator
+    return np.sum(x * mask)
+
+
+def squared_mean(x):
+    return np.mean(x) ** 2

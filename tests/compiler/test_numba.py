@@ -119,7 +119,7 @@ def test_large_loops_run_in_parallel_threads():
     x = np.linspace(-1, 1, 300_000)
     g = numba_grad(U.elementwise, wrt=(0, 1))
     got, src = compiled_without_warning(g, x, x + 1.5)
-    assert "@njit(cache=True, parallel=True)" in src and "in prange(300000)" in src
+    assert "@njit(cache=True, parallel=True, " in src and "in prange(300000)" in src
     # large arrays: numpy allocates them, only the loops are compiled
     assert "loops compiled by numba" in src and "np.empty((300000,), np.float64))" in src
     assert_same(got, srcgrad.grad(U.elementwise, wrt=(0, 1), specialize=False)(x, x + 1.5))
@@ -392,7 +392,7 @@ def test_numba_caches_beside_srcgrads_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("SRCGRAD_CACHE_DIR", str(tmp_path / "c"))
     x = np.linspace(-1, 1, 7)
     got, src = compiled_without_warning(numba_grad(U.rosenbrock), x)
-    assert "@njit(cache=True)" in src
+    assert "@njit(cache=True, " in src
     index = list((tmp_path / "c").rglob("*.nbi"))
     assert index, "numba wrote no cache index beside srcgrad's cache"
     # a second transformation (a new process would do the same) loads both caches
@@ -444,3 +444,79 @@ def test_corpus_through_numba_large_form(case, monkeypatch):
         np.testing.assert_array_equal(a, b, err_msg=f"{case.id}: a later call changed it")
     assert_same(tuple(_flat(got)), tuple(_flat(want(*first))), case.id)
     assert_same(tuple(_flat(got2)), tuple(_flat(want(*second))), case.id)
+
+
+@pytest.mark.parametrize("fn,args", [
+    (U.row_energy, (np.arange(12.0).reshape(4, 3), 5)),
+    (U.row_energy, (np.arange(12.0).reshape(4, 3), -6)),
+    (U.embedding, (np.arange(12.0).reshape(4, 3), np.array([1, 9]))),
+], ids=["past_the_end", "before_the_start", "token_past_the_vocabulary"])
+def test_an_index_out_of_range_raises(fn, args):
+    """numba reads and writes past an array's end unless told to check: the value was
+    garbage and the gradient's scatter wrote past its buffer (a crash)."""
+    g = srcgrad.value_and_grad(fn, backend="numba")
+    for _ in range(3):
+        with pytest.raises(IndexError):
+            g(*args)
+
+
+@pytest.mark.parametrize("fn,args", [
+    (U.ratio, (np.array([1.0, 2.0]), np.array([0.0, 1.0]))),
+    (U.distance, (np.array([1.0, 2.0]), np.array([1.0, 2.0]))),
+], ids=["division_by_zero", "sqrt_at_zero"])
+def test_a_division_by_zero_is_inf_or_nan_as_in_numpy(fn, args):
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = srcgrad.grad(fn, wrt=(0, 1))(*args)
+        g = srcgrad.grad(fn, wrt=(0, 1), backend="numba")
+        for _ in range(3):
+            for a, b in zip(g(*args), want):
+                np.testing.assert_array_equal(a, b)
+    assert "by numba (nopython mode)" in g.specialized_source(*args)
+
+
+@pytest.mark.parametrize("fn,k", [
+    (U.scaled_counts, np.array([100, 1, -7], np.int8)),
+    (U.shifted_counts, np.array([1, 10, 200], np.uint8)),
+    (U.shifted_counts, np.array([1, 10, 200], np.uint64)),
+], ids=["int8", "uint8", "uint64"])
+def test_integer_arithmetic_keeps_numpys_dtypes(fn, k):
+    """numpy 2 computes `k * 3` of an int8 k in int8 (it wraps), numba in int64: the
+    numpy code runs, with a warning that names the line."""
+    x = np.array([1.0, 2.0, 3.0])
+    want = srcgrad.value_and_grad(fn)(x, k)
+    g = srcgrad.value_and_grad(fn, backend="numba")
+    with pytest.warns(RuntimeWarning, match=r"integer arithmetic .*numba_user.py:\d+"):
+        g(x, k)
+    for _ in range(3):
+        value, grad = g(x, k)
+        assert value == want[0]
+        np.testing.assert_array_equal(grad, want[1])
+
+
+def test_a_random_draw_comes_from_numpys_generator():
+    """np.random.rand in compiled code draws from numba's own generator: np.random.seed
+    did not reach it, and the mask (the gradient) was another one."""
+    x = np.ones(8)
+    np.random.seed(0)
+    want = (np.random.rand(8) > 0.5).astype(float)
+    g = srcgrad.grad(U.dropout, backend="numba")
+    with pytest.warns(RuntimeWarning, match="runs as written"):
+        np.random.seed(0)
+        g(x)
+    for _ in range(3):
+        np.random.seed(0)
+        np.testing.assert_array_equal(g(x), want)
+
+
+def test_a_float32_sum_keeps_float32_precision():
+    """A loop that adds 60000 float32 numbers one at a time loses about 1e-3 of the sum;
+    it adds them in float64."""
+    x = np.full(60000, 0.1, np.float32)
+    exact = float(np.mean(x.astype(np.float64))) ** 2
+    g = srcgrad.value_and_grad(U.squared_mean, backend="numba")
+    for _ in range(3):
+        value, grad = g(x)
+        assert abs(float(value) - exact) <= 1e-6 * exact
+        assert grad.dtype == np.float32
+        np.testing.assert_allclose(grad, 2 * np.sqrt(exact) / x.size, rtol=1e-6)
