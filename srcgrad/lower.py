@@ -365,6 +365,8 @@ class Lowerer:
                     lst = self.b.stage(LIST_APPEND, [lst, item, pos], {})
                 self.env[fn.value.id] = lst
                 return
+            if self.ufunc_at(v, node):
+                return
             self.call(self.expr(v.func), v)  # an op or a function with source: its
             return  # value is unused
         self.expr(v)
@@ -473,6 +475,8 @@ class Lowerer:
             return False
         if isinstance(f, (self.RunTimeAttr, Var)):
             return isinstance(f, self.RunTimeAttr) or f.id in self.b.opaque
+        if getattr(f, "__self__", None) is numpy.add and getattr(f, "__name__", "") == "at":
+            return False  # np.add.at into an array of the function's own (`ufunc_at`)
         return not _lowerable(f)
 
     def stmt_Pass(self, node):
@@ -558,7 +562,33 @@ class Lowerer:
         else:  # Python numbers and numpy scalars are immutable: `+=` rebinds the name
             self.assign(node.target, value)
 
-    def update_in_place(self, name, cur, value, node):
+    def ufunc_at(self, call, node) -> bool:
+        """`np.add.at(a, idx, v)` into the function's own array `a`: v added at idx, a
+        repeated index adding again. Lowered as `a = a + scatter_add(v, idx, a.shape)` (in
+        a's dtype), rebound like `a += ...`. False for any other call."""
+        fn = call.func
+        if not (isinstance(fn, ast.Attribute) and fn.attr == "at" and len(call.args) == 3
+                and not call.keywords and isinstance(call.args[0], ast.Name)):
+            return False
+        try:
+            ufunc = self.expr(fn.value)
+        except SrcgradError:
+            return False
+        cur = self.env.get(call.args[0].id)
+        if ufunc is not numpy.add or not (isinstance(cur, Var) and cur.kind == "array"):
+            return False
+        name = call.args[0].id
+        cur = self.load(name, call.args[0])
+        idx, v = self.expr(call.args[1]), self.expr(call.args[2])
+        if isinstance(idx, list) and not has_var(idx):
+            idx = numpy.asarray(idx)  # np.add.at(a, [0, 0, 2], v): an index array
+        self.b.hint = name
+        v = ops.broadcast_to(v, ops.shape(ops.getitem(cur, idx)))  # (a number into each slot)
+        new = ops.convert_like(ops.add(cur, ops.scatter_add(v, idx, ops.shape(cur))), cur)
+        self.update_in_place(name, cur, new, node, f"np.add.at({name}, ...)")
+        return True
+
+    def update_in_place(self, name, cur, value, node, text=None):
         """`a += b` on an array updates it in place in numpy: every name bound to the same
         array sees the new value. Names are rebound together; where the array may be
         shared with what srcgrad cannot rebind (the caller's argument, a module array, a
@@ -569,14 +599,14 @@ class Lowerer:
             why = "an item of a list, tuple or dict"
         if why is None:
             why = self._other_name(name, cur)
+        op = text or ast.unparse(node).split("=", 1)[0].strip() + "="
         if why is not None:
-            op = ast.unparse(node).split("=", 1)[0].strip()
-            raise self.error(f"`{op}=` updates the array in place, and here `{name}` may share "
+            instead = f"into `{name}.copy()`" if text else \
+                f"`{name} = {name} {_OPSYM.get(type(node.op), '+')} ...`"
+            raise self.error(f"`{op}` updates the array in place, and here `{name}` may share "
                              f"its memory with {why}, which numpy would change too; write "
-                             f"`{name} = {name} {_OPSYM.get(type(node.op), '+')} ...` to make "
-                             "a new array", node, UnsupportedSyntaxError)
-        op = ast.unparse(node).split("=", 1)[0].strip()
-        self.refuse_caller_update(cur, name, f"{op}= ...", node)
+                             f"{instead} to make a new array", node, UnsupportedSyntaxError)
+        self.refuse_caller_update(cur, name, op if text else f"{op} ...", node)
         if isinstance(value, Var) and self.b.eqns and self.b.eqns[-1].outs and \
                 self.b.eqns[-1].outs[0] is value:
             value.hint = name

@@ -508,6 +508,19 @@ def _rw_float_gate(e, c):
     return _KEEP
 
 
+def _rw_copy(e, c):
+    """copy(astype(x, d)) where x's dtype is known to be another than d: astype made a new
+    array already (`x.astype(np.float64)` of a float32 x)."""
+    p = _producer_is(c, e.ins[0], ops.astype)
+    if p is None or not c.read_once(e.ins[0]) or not isinstance(p.ins[0], Var):
+        return _KEEP
+    d = p.ins[0].dclass
+    if isinstance(d, tuple) and len(d) == 2 and isinstance(d[1], str) and \
+            numpy.dtype(d[1]) != numpy.dtype(p.ins[1]):
+        return e.ins[0]
+    return _KEEP
+
+
 #: primitive -> its rewrite rule
 _REWRITES = {
     ops.add: _rw_add, ops.subtract: _rw_subtract, ops.multiply: _rw_multiply,
@@ -515,7 +528,7 @@ _REWRITES = {
     ops.sum_to: _rw_to_shape, ops.broadcast_to: _rw_to_shape, ops.reshape: _rw_to_shape,
     ops.where: _rw_where, ops.shape: _rw_shape, ops.reduced_size: _rw_reduced_size,
     ops.cast_like: _rw_cast_like, ops.broadcast_shapes: _rw_broadcast_shapes,
-    ops.convert_like: _rw_convert_like, ops.float_gate: _rw_float_gate,
+    ops.convert_like: _rw_convert_like, ops.float_gate: _rw_float_gate, ops.copy: _rw_copy,
     _linalg.matmul_grad_a: _rw_bilinear_known, _linalg.matmul_grad_b: _rw_bilinear_known,
 }
 

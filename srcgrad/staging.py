@@ -16,6 +16,7 @@ import numbers
 
 import numpy
 
+from runtime import ops
 from runtime.ops import core as opcore
 from runtime.ops.core import Primitive, call
 
@@ -202,7 +203,7 @@ class Builder:
         """What the new result may share memory with, and whose shape it is."""
         self.made_by[out.id] = prim
         if prim.view:
-            for a in args:
+            for a in args[:1] if prim.subscript else args:  # (x[idx] is never idx)
                 if isinstance(a, Var) and a.kind == "array":
                     self.link(out, a)
             if args and isinstance(args[0], (Var, numpy.ndarray)):
@@ -261,6 +262,8 @@ class Builder:
             made = _created_dclass(prim, args, params)
             if made is not None:
                 out.dclass = made
+        elif prim is ops.astype and len(args) > 1 and isinstance(args[1], str):
+            out.dclass = dtype_class(args[1])  # x.astype(np.float64): float64
 
     def _classes_to_shape(self, prim, args, out):
         src = args[prim.shape_arg]

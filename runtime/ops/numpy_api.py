@@ -555,7 +555,10 @@ def asarray(a, dtype=None, order=None, **kw):
 
 
 def _astype_method(a, dtype, copy=True):
-    return _as_dtype(a, dtype)
+    # x.astype(d) is a new array (x's own where copy=False and d is x's dtype): one the
+    # function may update in place (`z = x.astype(float); z += y`)
+    r = _as_dtype(a, dtype)
+    return E.copy(r) if copy else r
 
 
 METHODS["astype"] = _astype_method

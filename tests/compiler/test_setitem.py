@@ -550,3 +550,74 @@ def test_value_with_more_leading_ones_than_its_target():
     # numpy drops the value's leading 1s when writing it; its cotangent (the target's
     # shape) is summed down and reshaped to the value's shape (this used to crash)
     check_grad(written_with_leading_ones, [np.array([[0.54784675, -0.92085314]])])
+
+
+# ---- np.add.at: repeats add up ----------------------------------------------------------------
+
+def segment_energy(x, seg):
+    out = np.zeros(3)
+    np.add.at(out, seg, x * x)            # a repeated index adds again
+    return np.sum(out ** 2)
+
+
+def rows_into_rows(w, idx):
+    h = np.zeros((4, 2))
+    np.add.at(h, idx, w)
+    h2 = h                                 # another name for the same array sees it
+    return np.sum(np.tanh(h2) * h)
+
+
+def a_number_into_slots(x):
+    out = np.zeros(3)
+    np.add.at(out, [0, 0, 2], x[0])
+    return np.sum(out * out)
+
+
+def into_a_viewed_array(x, seg):
+    out = np.zeros(3)
+    head = out[:2]                         # numpy would change it too
+    np.add.at(out, seg, x)
+    return np.sum(out) + np.sum(head)
+
+
+@pytest.mark.parametrize("fn,args", [
+    (segment_energy, (np.array([0.5, -1.0, 2.0, 0.3]), np.array([0, 2, 0, 0]))),
+    (rows_into_rows, (np.arange(6.0).reshape(3, 2) / 5, np.array([1, 3, 1]))),
+    (a_number_into_slots, (np.array([0.5, -1.0, 2.0]),)),
+], ids=["segments", "rows", "number"])
+@pytest.mark.parametrize("specialize", [False, True], ids=["polymorphic", "specialized"])
+def test_add_at_into_the_functions_own_array(fn, args, specialize):
+    """np.add.at(a, idx, v) was refused (a call srcgrad did not differentiate): it is
+    `a = a + scatter_add(v, idx, a.shape)`, a repeated index adding again."""
+    g = srcgrad.value_and_grad(fn, cache=False, specialize=specialize)
+    want = finite_differences(fn, args, 0)
+    for _ in range(4):
+        value, grad = g(*args)
+        assert value == fn(*args)
+        np.testing.assert_allclose(grad, want, rtol=1e-6, atol=1e-8)
+
+
+def test_add_at_into_an_array_a_view_shows_is_refused():
+    with pytest.raises(UnsupportedSyntaxError, match=r"np.add.at\(out, \.\.\.\)") as err:
+        srcgrad.grad(into_a_viewed_array, cache=False)(np.ones(3), np.array([0, 1, 0]))
+    assert err.value.lineno == inspect.getsourcelines(into_a_viewed_array)[1] + 3
+
+
+def update_a_converted_copy(x, y):
+    z = x.astype(np.float64)               # astype copies (numpy's default copy=True)
+    z += y
+    w = x.astype(np.float32).astype(np.float64)
+    w *= y
+    return np.sum(z ** 2) + np.sum(w)
+
+
+def test_an_astype_result_is_a_new_array():
+    """`z = x.astype(float); z += y` was refused as an update of a view of x: astype
+    copies unless told not to. The caller's x stays unchanged."""
+    x, y = np.array([1.0, 2.0, 3.0]), np.array([0.5, -1.0, 2.0])
+    x0 = x.copy()
+    g = srcgrad.grad(update_a_converted_copy, wrt=1, cache=False)
+    for _ in range(4):
+        np.testing.assert_allclose(g(x, y), finite_differences(update_a_converted_copy,
+                                                               (x, y), 1), rtol=1e-5)
+    np.testing.assert_array_equal(x, x0)
