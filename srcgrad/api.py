@@ -283,7 +283,8 @@ class CompiledFunction:
             out, aux = result, None
         _check_output(out, src, self.kind)
         check_sound(graph.eqns, [out], wrt + self._also_active(graph))
-        fwd = checked(Graph(graph.inputs, hoist_indexed_products(graph.eqns, jit is None),
+        fwd = checked(Graph(graph.inputs, hoist_indexed_products(graph.eqns, jit is None,
+                                                                 graph.inputs),
                             [out], graph.name, graph.named), "lowering", extra_inputs=())
         self._extra = []  # inputs the generated function takes after the user's parameters
         b, returns, check, nested = self._adjoint(fwd, wrt, out, aux)
@@ -307,9 +308,14 @@ class CompiledFunction:
             from .fusion import fuse_graph, one_shape
             from .jit import accept
 
+            if jit is not None and batch_step_products(opt.eqns):  # (a loop's sums: one
+                opt = optimize(opt, named=b.named)                 # product after it)
+
             opt.eqns = fuse_graph(opt.eqns, opt.outputs, accept=one_shape if jit is None else
                                   functools.partial(accept, python_body=jit.python_body))
             checked(opt, "fusion")
+            if jit is not None:  # (numba checks no shape: a wrong one writes past an array)
+                opt.check_types()
         elif spec is not None:  # (shapes known: elementwise work on large arrays in blocks)
             from .fusion import block_regions
 

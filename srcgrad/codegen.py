@@ -1146,7 +1146,11 @@ class _BlockCtx:
             self.namer.names[o.id] = n
             names.append(n)
         pairs = [(n, em.src(i)) for n, i in zip(names, inits) if em.src(i) != n]
-        if pairs:
+        read = {w for _, v in pairs for w in re.findall(r"[A-Za-z_]\w*", v)}
+        if pairs and _compiled_body(em.mod) and not read & {n for n, _ in pairs}:
+            # (numba types a list in a tuple at once: an empty one stays untyped)
+            lines.extend(f"{ind}{n} = {v}" for n, v in pairs)
+        elif pairs:
             lines.append(f"{ind}{', '.join(n for n, _ in pairs)} = "
                          f"{', '.join(v for _, v in pairs)}")
         inner = ind + "    "

@@ -610,6 +610,9 @@ class _ShapeCheck:
 
         if not isinstance(a, Var):
             return a
+        if a.kind == "array" and a.const_name is None and isinstance(a.sclass, tuple) and \
+                len(a.sclass) == 2 and a.sclass[0] == "k":  # a class of one known shape
+            return Shaped(a.sclass[1])
         if a.kind == "array" and a.sclass in self.known and a.const_name is None:
             return Shaped(self.known[a.sclass])
         return UNKNOWN

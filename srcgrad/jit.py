@@ -162,6 +162,26 @@ def _teach(numba) -> None:
     overload(helpers.dot_grad_a)(matmul_grads(True))
     overload(helpers.dot_grad_b)(matmul_grads(False))
 
+    @overload(numpy.stack)
+    def _stack_list(arrays, axis=0):
+        # a list of arrays of one shape (the steps a loop appended), along a new first
+        # axis; numba's own np.stack takes a tuple
+        if not (isinstance(arrays, types.List) and isinstance(arrays.dtype, types.Array)):
+            return None
+        nd = arrays.dtype.ndim
+
+        def impl(arrays, axis=0):
+            if axis != 0:
+                raise ValueError("stack of a list: along the first axis only")
+            first = arrays[0]
+            out = numpy.empty((len(arrays),) + first.shape, first.dtype)
+            for k in range(len(arrays)):
+                if arrays[k].shape != first.shape:
+                    raise ValueError("all input arrays must have the same shape")
+                out[k] = arrays[k]
+            return out
+        return impl if nd >= 1 else None
+
     @overload(helpers.cast_like)
     def _cast_like(x, like):
         if isinstance(x, types.Array) and isinstance(like, types.Array):

@@ -849,7 +849,7 @@ def _move_name(old: Var, new, named: set, phase: str, producer: dict, protected:
 HOIST_MAX = 1 << 16
 
 
-def hoist_indexed_products(eqns: list, stacked: bool = True) -> list:
+def hoist_indexed_products(eqns: list, stacked: bool = True, inputs=()) -> list:
     """`x[t] @ w` in the body of a loop whose counter t runs over every index of x's first
     axis (0, 1, ..., len(x) - 1, in either order), with x and w from outside the loop and
     w a vector or a matrix, is `(x @ w)[t]`: one matmul before the loop (batched by BLAS) instead of one per step.
@@ -857,20 +857,23 @@ def hoist_indexed_products(eqns: list, stacked: bool = True) -> list:
     w's cotangent is a single product after the loop instead of a sum of one per step.
     Only where the shapes are known (a specialized variant's), so the product made before
     the loop cannot fail where the loop would not have run, and for products of at most
-    `HOIST_MAX` elements, where a call per step is what costs. `stacked=False` keeps to a
-    matrix x (numba multiplies matrices, not stacks of them). Equations are rewritten in
-    place; returns the (new) list."""
+    `HOIST_MAX` elements, where a call per step is what costs. A stack x of three axes or
+    more is multiplied as the matrix of its rows, `(x.reshape(-1, d) @ w).reshape(...)`:
+    one product for BLAS (numpy's matmul makes one per matrix of the stack).
+    `stacked=False` (numba, which multiplies matrices, and reshapes only C-contiguous
+    arrays) keeps to a matrix x or one of the function's `inputs` (C-contiguous by its
+    guard). Equations are rewritten in place; returns the (new) list."""
     out = []
     for e in eqns:
         for b in e.blocks():
-            b.eqns = hoist_indexed_products(b.eqns, stacked)
+            b.eqns = hoist_indexed_products(b.eqns, stacked, inputs)
         if e.prim is FOR:
-            out.extend(_hoisted_products(e, stacked))
+            out.extend(_hoisted_products(e, stacked, {v.id for v in inputs}))
         out.append(e)
     return out
 
 
-def _hoisted_products(e, stacked: bool) -> list:
+def _hoisted_products(e, stacked: bool, inputs: set) -> list:
     start, stop, step = e.ins[:3]
     index, body = e.params.get("index"), e.params["body"]
     if index is None or not (_is_const(start, 0) and _is_const(step, 1)):
@@ -884,7 +887,8 @@ def _hoisted_products(e, stacked: bool) -> list:
 
     items = {q.outs[0].id: q.ins[0] for q in body.eqns
              if q.prim is ops.getitem and len(q.ins) == 2 and q.ins[1] is index and
-             outer(q.ins[0]) and (len(known_shape(q.ins[0])) >= 2 if stacked else
+             outer(q.ins[0]) and (len(known_shape(q.ins[0])) >= 2 if stacked or
+                                  q.ins[0].id in inputs else
                                   len(known_shape(q.ins[0])) == 2) and
              _is_const(stop, known_shape(q.ins[0])[0])}
     hoisted = []
@@ -899,9 +903,32 @@ def _hoisted_products(e, stacked: bool) -> list:
             continue
         product = Var(f"{q.outs[0].hint}_all", "array", staging_known(shape),
                       q.outs[0].dclass)
-        hoisted.append(Eqn(ops.matmul, [x, w], [product], {}, q.loc, q.phase))
+        xs, ws = known_shape(x), known_shape(w)
+        if len(xs) >= 3 and len(ws) == 2:  # the stack's rows times w, then the stack
+            rows = int(numpy.prod(xs[:-1]))
+            flat = Var(f"{x.hint}_rows", "array", staging_known((rows, xs[-1])), x.dclass)
+            flat_product = Var(f"{q.outs[0].hint}_rows", "array",
+                               staging_known((rows, ws[1])), q.outs[0].dclass)
+            hoisted += [Eqn(ops.reshape, [x, (rows, xs[-1])], [flat], {}, q.loc, q.phase),
+                        Eqn(ops.matmul, [flat, w], [flat_product], {}, q.loc, q.phase),
+                        Eqn(ops.reshape, [flat_product, tuple(shape)], [product], {}, q.loc,
+                            q.phase)]
+        else:
+            hoisted.append(Eqn(ops.matmul, [x, w], [product], {}, q.loc, q.phase))
         body.eqns[k] = Eqn(ops.getitem, [product, index], list(q.outs), {}, q.loc, q.phase)
-        hoisted += _hoisted_offset(body, body.eqns[k], product, outer)
+        offset = _hoisted_offset(body, body.eqns[k], product, outer)
+        if offset and hoisted[-1].prim is ops.reshape and hoisted[-1].outs[0] is product \
+                and len(known_shape(offset[0].ins[1])) <= 1:  # (b a vector: each row's)
+            # the bias added to the product's rows (a new array, updated in place), then
+            # the stack made of them: `(rows @ w + b).reshape(...)`
+            unstack, add = hoisted.pop(), offset[0]
+            flat_product = unstack.ins[0]
+            rows = Var(add.outs[0].hint + "_rows", "array", flat_product.sclass,
+                       add.outs[0].dclass)
+            offset = [Eqn(ops.add, [flat_product, add.ins[1]], [rows], {}, add.loc, add.phase),
+                      Eqn(ops.reshape, [rows, unstack.ins[1]], list(add.outs), {}, unstack.loc,
+                          unstack.phase)]
+        hoisted += offset
     return hoisted
 
 
@@ -1022,6 +1049,7 @@ def _batched_products(e, outer: dict):
     made = {q.outs[0].id: q for q in body.eqns if len(q.outs) == 1}
     carried = {c.id for c in carry} | {v.id for v in body.outs if isinstance(v, Var)}
     before, after, dropped, appends = [], [], set(), []
+    lists = {}  # id of a step's value -> the list of its steps
     for j, (c, nxt) in enumerate(zip(carry, body.outs)):
         q_add = made.get(nxt.id) if isinstance(nxt, Var) else None
         if q_add is None or q_add.prim is not ops.add or uses[c.id] != 1 or \
@@ -1036,25 +1064,40 @@ def _batched_products(e, outer: dict):
         scattered = _scattered_steps(e, q, made, uses, outer, n)
         results = []
         for v in (p,) if scattered is not None or p is q else (p, q):
+            if v.id in lists:  # (a value two sums read: one list)
+                results.append(lists[v.id])
+                continue
+            whole = _indexed_steps(e, v, made, n)
+            if whole is not None:  # x[t] of an outer x at every t: the steps are x
+                results.append(whole)
+                continue
             # a list the loop carries, the step's value appended last
             start, inside, nxt_list, result = (Var(v.hint + "_steps", "list")
                                                for _ in range(4))
             before.append(Eqn(LIST_FROM, [], [start], {}, q_add.loc, q_add.phase))
             appends.append((inside, v, nxt_list, start, result))
             results.append(result)
+            lists[v.id] = result
         scratch = Builder()
         scratch.loc, scratch.phase, scratch.hint = q_add.loc, q_add.phase, c.hint
         with staging(scratch):
-            stacks = [STACK_LIST(r, axis=0) for r in results]
-            for stacked, v in zip(stacks, (p, q)):  # (a list's items: the step's values)
+            stacks = []
+            for r, v in zip(results, (p, q)):  # (a list's items: the step's values)
+                if r.kind != "list":  # x itself, in the loop's order (a copy reshapes
+                    stacks.append(ops.copy(ops.getitem(r, slice(None, None, -1)))  # in numba)
+                                  if e.params.get("reverse") else r)
+                    continue
+                stacked = STACK_LIST(r, axis=0)
                 stacked.sclass = staging_known((n,) + known_shape(v))
                 stacked.dclass = v.dclass
+                stacks.append(stacked)
             if scattered is None:
                 ps, qs = stacks if len(stacks) == 2 else stacks * 2  # (p.T @ p: one list)
             else:  # q's steps are the array the loop scatters them into, in index order
                 ps, qs = stacks[0], scattered
-                if e.params.get("reverse"):  # (the list holds them in the loop's order)
-                    qs = ops.getitem(qs, slice(None, None, -1))
+                if e.params.get("reverse"):  # (the list holds them in the loop's order;
+                    qs = ops.copy(ops.getitem(qs, slice(None, None, -1)))  # numba reshapes
+                    # only a C-contiguous array, numpy copies the reversed one to reshape it)
             if not vectors:  # the steps' rows, one after the other
                 rows = n * known_shape(p)[0]
                 ps, qs = ops.reshape(ps, (rows, known_shape(p)[1])), \
@@ -1082,6 +1125,23 @@ def _batched_products(e, outer: dict):
     e.ins = list(e.ins[:3]) + new_inits
     e.outs = new_results
     return before, after
+
+
+def _indexed_steps(e, v, made, n):
+    """x where the step's `v` is `x[t]` of an x from outside the loop, the loop running t
+    over every index of x's first axis (0, 1, ..., n - 1, in either order), else None."""
+    index = e.params.get("index")
+    q = made.get(v.id)
+    if index is None or q is None or q.prim is not ops.getitem or q.ins[1] is not index or \
+            not (_is_const(e.ins[0], 0) and _is_const(e.ins[2], 1)):
+        return None
+    x = q.ins[0]
+    inside = {o.id for b in e.blocks() for w in b.eqns for o in iter_vars([w.outs])} | \
+        {c.id for c in e.params["carry"]}
+    shape = known_shape(x) if isinstance(x, Var) and x.id not in inside else None
+    if shape is None or shape[0] != n or shape[1:] != known_shape(v) or x.dclass != v.dclass:
+        return None
+    return x
 
 
 def _scattered_steps(e, q, made, uses, outer, n):

@@ -152,6 +152,21 @@ def test_shapes_that_do_not_go_together_are_refused():
         g.check_types()
 
 
+def test_values_of_known_shape_classes_that_do_not_go_together_are_refused():
+    """A specialized variant's values carry their shapes in their classes: a rewrite that
+    adds a (2, 4) bias to the (10, 4) rows of a product is refused (numba, which checks
+    no shape, wrote past the array)."""
+    rows = Var("rows", sclass=("k", (10, 4)))
+    bias = Var("bias", sclass=("k", (2, 4)))
+    g = Graph([rows, bias], [
+        Eqn(ops.add, [rows, bias], [Var("y", sclass=("k", (10, 4)))], {})], [])
+    with pytest.raises(IRError, match="do not broadcast"):
+        g.check_types()
+    ok = Var("ok", sclass=("k", (4,)))
+    Graph([rows, ok], [Eqn(ops.add, [rows, ok], [Var("y", sclass=("k", (10, 4)))], {})],
+          []).check_types()
+
+
 def test_a_creator_and_its_class():
     # two creators whose results share a class must make one shape
     a, b = Var("a"), Var("b")
