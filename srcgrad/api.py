@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import hashlib
 import inspect
 import linecache
 import os
@@ -705,6 +706,9 @@ class CompiledFunction:
         """The generated function, with `np` bound to numpy (xp None) or to cupy."""
         text, path, meta = module or self._module
         ns = {"__name__": f"srcgrad_generated.{meta['entry']}"}
+        if "loops" in meta:  # numba's: its cache finds a function's module by name
+            ns = _numba_module(f"srcgrad_generated_{meta['entry']}_"
+                               f"{hashlib.sha256(path.encode()).hexdigest()[:20]}")
         code = self._code if module is None or module is self._module else None
         _cache.exec_source(text, path, ns, code)
         if meta.get("fallback"):  # a specialized variant: other calls go back through here
@@ -1046,6 +1050,18 @@ def _store(key, text, meta):
     if key is None:
         return None
     return _cache.store(key, text, {k: v for k, v in meta.items() if not k.startswith("_")})
+
+
+def _numba_module(name: str) -> dict:
+    """The namespace of a module for numba's code, registered as `name`: numba's cache,
+    loading a function a process compiled before, imports the module it was defined in
+    by name (the name holds a hash of the module's file in srcgrad's cache, whose name
+    holds the hash of its source: the module is the same code). An
+    unregistered module made numba's cache fail in every later process, and the numpy
+    code ran instead. A new module at each binding (two bindings of one source hold
+    different values: a closure's, the fallback), the newest registered."""
+    module = sys.modules[name] = types.ModuleType(name)
+    return module.__dict__
 
 
 def _scalar_check(v):

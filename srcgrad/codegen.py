@@ -220,6 +220,7 @@ class _Module:
         self.dtypes: dict[str, str] = {}  # dtype.str -> its module-level name (guards)
         self.fallback: str | None = None  # a specialized variant's general function
         self.reductions: list = []  # jit: (reduction equation, its loop function's name)
+        self.products: list = []  # jit: (small matmul equation, its loop function's name)
         self.loop_types: dict = {}  # jit: loop function -> (ndim, dtype) of its parameters
 
     def g(self, name: str) -> str:
@@ -720,7 +721,7 @@ class _BlockCtx:
         last_use, reads_of = self._last_uses(eqns, inlined, moved) if top else ({}, {})
         # a loop body's accumulators: {add index: (name, scatter_add index or None)}
         acc = getattr(self, "accumulators", {}).pop(id(eqns), {})
-        acc_moved = {j for _, j, _ in acc.values() if j is not None}
+        acc_moved = {j for _, j, _, _ in acc.values() if j is not None}
         start = len(lines)
         for i, e in enumerate(eqns):
             o = e.outs[0] if e.outs else None
@@ -755,6 +756,12 @@ class _BlockCtx:
                     jit_dtype(e.ins[1]) is not None:  # (the helper is Python)
                 lines.append(f"{ind}{self.name(o)} = {em.src(e.ins[0])}.astype("
                              f"{em.mod.g('np')}.{jit_dtype(e.ins[1])})")
+            elif _compiled_body(em.mod) and _loop_product(e):
+                # (BLAS costs more to call than a product this small costs to compute)
+                name = em.mod.bind("_matmul")
+                em.mod.products.append((e, name))
+                lines.append(f"{ind}{self.name(o)} = {name}({em.src(e.ins[0])}, "
+                             f"{em.src(e.ins[1])})")
             elif _compiled_body(em.mod) and _loop_reduction(e):
                 # (numba's np.sum has no keepdims, its np.max no axis)
                 name = em.mod.bind(f"_{e.prim.name}")
@@ -1240,10 +1247,20 @@ class _BlockCtx:
                      not isinstance(s.ins[s.prim.adds_at], Var) and
                      is_basic_index(s.ins[s.prim.adds_at]) and
                      not _valid_on_0d(s.ins[s.prim.adds_at])):
-                out[j] = (name, k, b)
+                out[j] = (name, k, b, self._slot_once(e, init, s.ins[s.prim.adds_at]))
             elif isinstance(b, numbers.Real) or b.sclass == c.sclass:
-                out[j] = (name, None, b)
+                out[j] = (name, None, b, False)
         return out
+
+    def _slot_once(self, e, init, idx) -> bool:
+        """Does the loop's scatter `c[idx] += g` write each slot of zeros once: idx is the
+        counter of a loop over distinct indices from 0 up (in either order), c starts as
+        zeros? Then `c[idx] = g` is the same, at a third of the cost."""
+        q = getattr(self, "made", {}).get(init.id)
+        start, _, step = e.ins[:3] if e.prim is FOR else (None, None, None)
+        return q is not None and q.prim.name in ("zeros", "zeros_like") and \
+            idx is e.params.get("index") and isinstance(start, int) and start >= 0 and \
+            isinstance(step, int) and step > 0
 
     def _owned_init(self, init) -> bool:
         """A loop's initial value that it may update in place: a fresh array made at the
@@ -1258,14 +1275,15 @@ class _BlockCtx:
             init.const_name is None and _inexact(init, self.em.floating)
 
     def _accumulate(self, e, eqns, how, ind, lines):
-        name, k, b = how
+        name, k, b, once = how
         self.namer.names[e.outs[0].id] = name
         if k is None:
             lines.append(ind + _norm(f"{name} += {self.em.src(b)}"))
         else:
             s = eqns[k]
             g, idx = s.ins[0], s.ins[s.prim.adds_at]
-            lines.append(ind + _norm(f"{name}[{self.em.index_src(idx)}] += {self.em.src(g)}"))
+            op = "=" if once else "+="
+            lines.append(ind + _norm(f"{name}[{self.em.index_src(idx)}] {op} {self.em.src(g)}"))
 
 
 #: equations written as their own kind of statement: primitive -> _BlockCtx method
@@ -1701,6 +1719,55 @@ def _loop_reduction(e) -> bool:
     return all(n > 0 for k, n in enumerate(shape) if k in _reduced_axes(e, len(shape)))
 
 
+#: the most multiply-adds of a product the numba backend writes as a loop: below, calling
+#: BLAS (its checks, its dispatch) costs more than the product
+SMALL_PRODUCT = 256
+
+
+def _loop_product(e) -> bool:
+    """A matmul of a matrix and a matrix or vector (or a vector and a matrix), float64 or
+    float32, of known shapes, with at most SMALL_PRODUCT multiply-adds."""
+    if e.prim.name != "matmul" or len(e.ins) != 2 or \
+            not all(isinstance(v, Var) for v in e.ins):
+        return False
+    sa, sb = loop_shape(e.ins[0]), loop_shape(e.ins[1])
+    dt = {jit_dtype(v) for v in list(e.ins) + list(e.outs)}
+    if sa is None or sb is None or dt not in ({"float64"}, {"float32"}) or \
+            not (1 <= len(sa) <= 2 and 1 <= len(sb) <= 2) or len(sa) + len(sb) < 3 or \
+            loop_shape(e.outs[0]) is None:
+        return False
+    return int(numpy.prod(sa)) * (sb[-1] if len(sb) == 2 else 1) <= SMALL_PRODUCT
+
+
+def _emit_products(mod: _Module, body: list):
+    """The numba backend's small products: each a function of three (two) explicit loops,
+    summing in the product's dtype as BLAS does."""
+    np_ = mod.g("np")
+    for e, name in mod.products:
+        a, b, o = e.ins[0], e.ins[1], e.outs[0]
+        sa, sb, so = loop_shape(a), loop_shape(b), loop_shape(o)
+        dt = jit_dtype(o)
+        where = f" ({e.loc.short()})" if e.loc is not None else ""
+        mod.loop_types[name] = [(len(sa), jit_dtype(a)), (len(sb), jit_dtype(b))]
+        i_ = ["i"] if len(sa) == 2 else []
+        j_ = ["j"] if len(sb) == 2 else []
+        body += ["", "", mod.jit.decorator(mod), f"def {name}(a, b):",
+                 f'    """a @ b of {sa!r} and {sb!r}{where}, as a loop."""',
+                 f"    out = {np_}.empty({so!r}, {np_}.{dt})"]
+        ind = "    "
+        if i_:
+            body.append(f"{ind}for i in {mod.g('range')}({sa[0]}):")
+            ind += "    "
+        if j_:
+            body.append(f"{ind}for j in {mod.g('range')}({sb[1]}):")
+            ind += "    "
+        body += [f"{ind}acc = {np_}.{dt}(0.0)",
+                 f"{ind}for k in {mod.g('range')}({sa[-1]}):",
+                 f"{ind}    acc += a[{', '.join(i_ + ['k'])}] * b[{', '.join(['k'] + j_)}]",
+                 f"{ind}out[{', '.join(i_ + j_)}] = acc"]
+        body.append("    return out")
+
+
 def _reduced_axes(e, ndim: int) -> set:
     axis = {**e.prim.defaults, **e.params}["axis"]
     if axis is None:
@@ -1880,6 +1947,7 @@ def _emit_planned(fc, inputs, header, ops, clashes, jit=None):
             _emit_scratch(f, mod, body)
         _emit_loops(mod, body)
         _emit_reductions(mod, body)
+        _emit_products(mod, body)
     else:
         _emit_regions(mod, body)
     taken = params.union(*(n.names.values() for n in mod.namers))

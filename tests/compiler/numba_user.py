@@ -104,3 +104,10 @@ def dropout(x):
 
 def squared_mean(x):
     return np.mean(x) ** 2
+
+
+def small_products(w, V, X):
+    a = X @ w                                    # matrix @ vector
+    b = a @ X                                    # vector @ matrix
+    c = X.T @ (X * V)                            # matrix @ matrix, a transposed view
+    return np.sum(np.tanh(a)) + np.sum(b * w) + np.sum(c * c)

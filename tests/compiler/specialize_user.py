@@ -287,3 +287,17 @@ def rnn_state_made_inside(Wx, Wh, b, X):
     for t in range(X.shape[0]):
         h = np.tanh(X[t] @ Wx + b + h @ Wh)
     return np.sum(h * h)
+
+
+def rnn_last_steps(Wx, Wh, b, X, h0):
+    h = h0
+    for t in range(-3, 0):                       # negative indices: X[-3], X[-2], X[-1]
+        h = np.tanh(X[t] @ Wx + h @ Wh + b)
+    return np.sum(h * h)
+
+
+def rnn_read_twice(Wx, Wh, b, X, h0):
+    h = h0
+    for t in range(X.shape[0]):
+        h = np.tanh(X[t] @ Wx + h @ Wh + b) * np.cos(X[t][:, :1])
+    return np.sum(h * h)

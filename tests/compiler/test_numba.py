@@ -401,6 +401,41 @@ def test_numba_caches_beside_srcgrads_cache(tmp_path, monkeypatch):
     assert again.variant_count == 0  # srcgrad's module came from the disk cache
 
 
+_CHILD = """
+import sys, warnings
+import numpy as np
+import srcgrad
+sys.path.insert(0, {tests!r})
+import numba_user as U
+warnings.simplefilter("error", RuntimeWarning)
+g = srcgrad.grad(U.rosenbrock, backend="numba")
+x = np.linspace(-1, 1, 7)
+for _ in range(4):
+    g(x)
+assert "by numba (nopython mode)" in g.specialized_source(x)
+print(float(np.sum(g(x))))
+"""
+
+
+def test_a_later_process_loads_numbas_cache(tmp_path):
+    """numba's cache loads a function by the name of its module: the generated module
+    was not registered under one, and every later process fell back to the numpy code
+    (with a warning) instead of loading what the first compiled."""
+    import os
+    import subprocess
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, SRCGRAD_CACHE_DIR=str(tmp_path / "c"),
+               PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
+    code = _CHILD.format(tests=os.path.dirname(os.path.abspath(__file__)))
+    runs = [subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                           text=True, timeout=300) for _ in range(2)]
+    for r in runs:
+        assert r.returncode == 0, r.stderr[-2000:]
+    assert runs[0].stdout == runs[1].stdout
+    assert list((tmp_path / "c").rglob("*.nbi"))
+
+
 # ---- the corpus ---------------------------------------------------------------------------
 
 # numba compiles each program for a second or more: the default run takes every third
@@ -520,3 +555,23 @@ def test_a_float32_sum_keeps_float32_precision():
         assert abs(float(value) - exact) <= 1e-6 * exact
         assert grad.dtype == np.float32
         np.testing.assert_allclose(grad, 2 * np.sqrt(exact) / x.size, rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_small_products_are_loops(dtype):
+    """A product of a few hundred multiply-adds at most is a loop in the compiled code
+    (calling BLAS costs more), summing in the product's dtype, for any layout."""
+    rng = np.random.default_rng(3)
+    w, V, X = (rng.normal(size=s).astype(dtype) for s in ((4,), (6, 4), (6, 4)))
+    want = srcgrad.grad(U.small_products, wrt=(0, 1, 2))(w, V, X)
+    g = srcgrad.grad(U.small_products, wrt=(0, 1, 2), backend="numba")
+    if dtype == np.float64:
+        got, src = compiled_without_warning(g, w, V, X)
+        assert src.count("as a loop.\"\"\"") >= 3 and "def _matmul" in src
+    else:  # (numba may fall back: float32 cotangents of float64 seeds)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            got = g(w, V, X)
+    for a, b in zip(got, want):
+        assert a.dtype == b.dtype == dtype
+        np.testing.assert_allclose(a, b, rtol=1e-10 if dtype == np.float64 else 1e-4)

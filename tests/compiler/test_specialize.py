@@ -8,6 +8,7 @@ the generated source shows every resolved shape.
 """
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -294,7 +295,8 @@ def test_a_loop_adds_into_its_sums_in_place():
     g = fresh(U.leaky, wrt=(0, 1))
     src = g.specialized_source(*args)
     body = src.split("reversed(range(7)):")[1].split("return")[0]
-    assert "scatter_add(" not in body and "[t_1] += " in body and "dw_2 += " in body
+    assert "scatter_add(" not in body and "dw_2 += " in body
+    assert "[t_1] = " in body  # (each slot of zeros written once: assigned)
     want = srcgrad.grad(U.leaky, wrt=(0, 1), specialize=False)(*args)
     kept = [a.copy() for a in args]
     got = g(*args)
@@ -490,3 +492,27 @@ def test_a_state_made_inside_the_function_gets_the_loop_rewrites():
             np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-13)
             np.testing.assert_allclose(a, finite_differences(U.rnn_state_made_inside, args, k),
                                        rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("fn,wrt,once", [
+    (U.rnn, (0, 1, 3), True),
+    (U.rnn_last_steps, (0, 1, 3), False),
+    (U.rnn_read_twice, (0, 1, 3), None),
+], ids=["every_step", "negative_indices", "read_twice"])
+def test_a_cotangent_scattered_once_per_slot_is_assigned(fn, wrt, once):
+    """The adjoint of `x[t]` read in a loop over t = 0, 1, ... writes the step's cotangent
+    into slot t of zeros: `dx[t] = g` (a third of the cost of `dx[t] += g`). Not where a
+    slot may be written twice (negative indices alias others)."""
+    args = U.rnn_inputs(T=5)
+    g = fresh(fn, wrt=wrt)
+    body = g.specialized_source(*args).split("return general")[1]
+    assigned = re.search(r"\]\s=\s", body) is not None
+    added = re.search(r"\]\s\+=\s", body) is not None
+    if once is not None:
+        assert (assigned, added) == (once, not once), body
+    want = srcgrad.grad(fn, wrt=wrt, specialize=False)(*args)
+    for _ in range(3):
+        for k, (a, b) in enumerate(zip(g(*args), want)):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-13)
+            np.testing.assert_allclose(a, finite_differences(fn, args, wrt[k]), rtol=1e-5,
+                                       atol=1e-7)
