@@ -38,7 +38,7 @@ from .frontend import parse_function
 from .ir import POP, PYTHON, SCALAR, Graph, checked, Var, iter_vars, referenced, subst, unsound_uses
 from .lower import lower
 from .staging import staging
-from .fresh import copied_inputs
+from .fresh import copied_inputs, roots_of
 from .optimize import batch_step_products, hoist_indexed_products, optimize
 from .reverse import CarryClassDisproved, carry_classes_unassumed, reverse
 
@@ -292,10 +292,11 @@ class CompiledFunction:
         # the value whose shape is checked at run time is an output like the others: the
         # optimizer may replace it (`a + a` -> `2 * a`) and fusion must keep it
         outs = [returns] if check is None else [returns, check]
-        opt = optimize(Graph(graph.inputs, b.eqns, outs, graph.name), named=b.named)
         at = self._value_at()
+        before = roots_of(b.eqns) if at is not None else None
+        opt = optimize(Graph(graph.inputs, b.eqns, outs, graph.name), named=b.named)
         if at is not None:  # (f's own value, as numpy makes it)
-            opt.outputs[0] = copied_inputs(graph.inputs, outs[0], opt, at)
+            opt.outputs[0] = copied_inputs(graph.inputs, outs[0], opt, at, before)
         opt.check(extra_inputs=self._extra + ([self._seed] if self.kind == "vjp" else []))
         if jit is not None:
             from .jit import Unlike, large_form, unlike_numpy

@@ -19,7 +19,7 @@ from runtime.ops.core import Primitive
 
 from .ir import COND, FOR, NEWSTACK, POP, PUSH, PYTHON, WHILE, Eqn, Var, iter_vars
 
-__all__ = ["fresh_returns", "copied_inputs", "COPY"]
+__all__ = ["fresh_returns", "copied_inputs", "roots_of", "COPY"]
 
 EXTERNAL = frozenset({("external",)})
 #: a new array with `x`'s values (`x` may also be a number: `cast_like` and `sum_to` pass
@@ -138,23 +138,44 @@ def _map(obj, fn):
     return fn(obj)
 
 
-def copied_inputs(inputs, before, graph, at: int):
+def roots_of(eqns) -> dict:
+    """The roots of every value `eqns` make (see the module docstring)."""
+    return _roots(eqns, {})
+
+
+def _shared(v, roots) -> bool:
+    return any(t[0] in ("external", "read-only") for t in _of(v, roots))
+
+
+def copied_inputs(inputs, before, graph, at: int, before_roots=None):
     """`returns` of an optimized graph (`graph.outputs[0]`, optimized from `before`) with
-    f's own value (`returns[at]`) copied where it became one of f's inputs: a rewrite
-    found `x * 1.0` (or `x + 0.0`, `-(-x)`) equal to x, but numpy made a new array there,
-    which the caller may write into. Not where f returns its input itself. The copies
-    are the graph's first equations (vjp returns its value before the pullback runs)."""
+    f's own value (`returns[at]`) copied where it became one of f's inputs, or may share
+    memory with one (a view of it: `before_roots`, the roots of the graph before it was
+    optimized, tell that f's own value did not): a rewrite found `x * 1.0` (or `x + 0.0`,
+    `-(-x)`, `np.zeros(s) + x[:3]`) equal to x, but numpy made a new array there, which
+    the caller may write into. Not where f returns its input (or a view of it) itself.
+    The copies are the graph's first equations after the values they copy (vjp returns
+    its value before the pullback runs)."""
     ids = {v.id for v in inputs}
+    after_roots = roots_of(graph.eqns) if before_roots is not None else None
 
     def pair(a, b):
         if isinstance(b, (tuple, list)):
             return type(b)(pair(x, y) for x, y in zip(a, b))
         if isinstance(b, dict):
             return {k: pair(a[k], y) for k, y in b.items()}
-        if isinstance(b, Var) and b.kind == "array" and b.id in ids and \
-                not (isinstance(a, Var) and a.id in ids):
+        if not (isinstance(b, Var) and b.kind == "array"):
+            return b
+        if b.id in ids and not (isinstance(a, Var) and a.id in ids):
             new = Var(b.hint, "array", b.sclass, b.dclass)
             graph.eqns.insert(0, Eqn(COPY, [b], [new], {}, None, "fwd"))
+            return new
+        if after_roots is not None and b is not a and _shared(b, after_roots) and \
+                not _shared(a, before_roots):
+            new = Var(b.hint, "array", b.sclass, b.dclass)
+            k = max((j for j, e in enumerate(graph.eqns) if any(o is b for o in e.outs)),
+                    default=-1)
+            graph.eqns.insert(k + 1, Eqn(COPY, [b], [new], {}, None, "fwd"))
             return new
         return b
 

@@ -267,3 +267,38 @@ def test_f_s_own_value_is_a_new_array_where_numpy_makes_one():
         np.testing.assert_array_equal(pred, x)
     out, _ = srcgrad.vjp(plus_zero, x)
     assert not np.shares_memory(out, x)
+
+
+def _zeros_plus_rows(W, xs):
+    g = np.zeros(W.shape) + xs[:3]          # a new array in numpy
+    return np.sum(W * g), g
+
+
+def _rows_times_one(W, xs):
+    g = xs[:3] * 1
+    return np.sum(W * g), g
+
+
+def _transposed_twice(W, xs):
+    g = xs[:3].T.T * 1.0
+    return np.sum(W * g), g
+
+
+def _a_view_itself(W, xs):
+    g = xs[:3]                              # a view in numpy too: kept a view
+    return np.sum(W * g), g
+
+
+@pytest.mark.parametrize("fn,view", [(_zeros_plus_rows, False), (_rows_times_one, False),
+                                     (_transposed_twice, False), (_a_view_itself, True)],
+                         ids=["zeros_plus", "times_one", "transposed_twice", "view"])
+def test_f_s_own_value_is_no_view_of_an_input_where_numpy_makes_a_new_array(fn, view):
+    """`np.zeros(s) + xs[:3]` (or `xs[:3] * 1`) is a new array in numpy; the optimizer
+    finds it equal to the view xs[:3], which the specialized variant returned as aux:
+    writing into it changed the caller's xs."""
+    W, xs = np.ones((3, 4)), np.arange(20.0).reshape(5, 4)
+    g = srcgrad.grad(fn, wrt=0, has_aux=True, cache=False)
+    for _ in range(4):  # (the specialized variant runs from the third call)
+        _, aux = g(W, xs)
+        assert np.shares_memory(aux, xs) == view
+        np.testing.assert_array_equal(aux, xs[:3])
