@@ -558,6 +558,11 @@ class Lowerer:
         cur = self.load(name, node.target)
         value = self.binop(node.op, cur, self.expr(node.value), node)
         if isinstance(cur, Var) and cur.kind == "array" and cur.sclass != SCALAR:
+            # numpy stores the result into the array: in its dtype (float32 stays float32;
+            # a float into an int array is numpy's error)
+            result, value = value, ops.cast_into(value, cur)
+            if isinstance(value, Var) and isinstance(result, Var):  # (the result itself, or
+                self.b.made_by[value.id] = self.b.made_by.get(result.id)  # a new array)
             self.update_in_place(name, cur, value, node)
         else:  # Python numbers and numpy scalars are immutable: `+=` rebinds the name
             self.assign(node.target, value)

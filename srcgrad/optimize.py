@@ -527,7 +527,8 @@ _REWRITES = {
     ops.divide: _rw_divide, ops.power: _rw_power, ops.negative: _rw_negative,
     ops.sum_to: _rw_to_shape, ops.broadcast_to: _rw_to_shape, ops.reshape: _rw_to_shape,
     ops.where: _rw_where, ops.shape: _rw_shape, ops.reduced_size: _rw_reduced_size,
-    ops.cast_like: _rw_cast_like, ops.broadcast_shapes: _rw_broadcast_shapes,
+    ops.cast_like: _rw_cast_like, ops.cast_into: _rw_cast_like,
+    ops.broadcast_shapes: _rw_broadcast_shapes,
     ops.convert_like: _rw_convert_like, ops.float_gate: _rw_float_gate, ops.copy: _rw_copy,
     _linalg.matmul_grad_a: _rw_bilinear_known, _linalg.matmul_grad_b: _rw_bilinear_known,
 }

@@ -20,7 +20,7 @@ from .shape_rules import arange_shape, creator_shape, eye_shape
 __all__ = [
     "shape", "ndim", "reshape", "transpose", "swapaxes", "moveaxis", "expand_dims", "squeeze",
     "broadcast_to", "sum_to", "concatenate", "stack", "flip", "getitem", "scatter_add",
-    "setitem", "zeros_like", "ones_like", "cast_like", "convert_like", "float_gate", "astype",
+    "setitem", "zeros_like", "ones_like", "cast_like", "cast_into", "convert_like", "float_gate", "astype",
     "astype_of", "zeros", "ones", "full", "eye",
     "arange", "broadcast_shapes", "concat_index", "is_basic_index", "to_device", "stop_gradient",
     "to_float", "diag", "diag_grad", "diagonal", "diagonal_grad", "tril", "triu", "repeat",
@@ -274,6 +274,21 @@ def _cast_like(x, like):
     return get_xp(x).asarray(x, dtype=dt)
 
 
+def _cast_into(x, like):
+    """x in like's dtype, as numpy's `a op= b` stores its result into a: where numpy's
+    `same_kind` rule allows it (float64 into float32), else numpy's TypeError (a float
+    result into an int array)."""
+    dt = getattr(like, "dtype", None)
+    xd = getattr(x, "dtype", None)
+    if dt is None or xd is None or xd == dt:
+        return x
+    if not numpy.can_cast(xd, dt, "same_kind"):
+        raise TypeError(f"Cannot cast an in-place operation's result from dtype('{xd}') to "
+                        f"dtype('{dt}') with casting rule 'same_kind' (numpy refuses "
+                        "`a += b` here: write `a = a + b` for a new array)")
+    return get_xp(x).asarray(x, dtype=dt)
+
+
 def _astype(x, dtype):
     return get_xp(x).asarray(x, dtype=dtype)
 
@@ -365,6 +380,12 @@ def _casts_to_integers(args, params) -> bool:
 
 astype = defop("astype", _astype, vjp_astype, nondiff=(1,), view=True, reads_inputs=False,
                spell=call("np.asarray"), zero_grad=_casts_to_integers)
+cast_into = defop("cast_into", _cast_into, vjp_cast_like, nondiff=(1,), view=True,
+                  reads_inputs=False, spell=call("cast_into"), dtype=("like", 1), shape_like=0,
+                  doc="x in the dtype of the array `like` that `like op= ...` updates in "
+                      "place (numpy's same_kind casting)")
+
+
 def _float_gate(g, like):
     """g where `like` is of a floating dtype, else zeros like g: a conversion to an integer
     or boolean dtype is piecewise constant (its derivative is zero)."""

@@ -106,3 +106,16 @@ def int_scaled_twice(w, k):
 
 def scaled_square(k):
     return np.sum(300.0 * (300.0 * k) * k)
+
+
+def accumulated_in_float32(x):
+    acc = np.zeros(x.shape[1], dtype=np.float32)     # `+=` keeps float32, as in numpy
+    for t in range(x.shape[0]):
+        acc += x[t]
+    return np.sum(acc.astype(np.float64) * x[0]), acc
+
+
+def scaled_in_an_int_array(x):
+    z = np.full(x.shape, 3)                          # int: `z *= x` is numpy's TypeError
+    z *= x
+    return np.sum(z)

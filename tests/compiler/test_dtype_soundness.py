@@ -125,3 +125,22 @@ def test_folded_constants_in_the_reverse_pass_fit_float16(specialize):
         got = g(k)
         assert got.dtype == np.float16
         np.testing.assert_allclose(got.astype(float), want.astype(float), rtol=2e-3)
+
+
+@pytest.mark.parametrize("specialize", [False, True], ids=["polymorphic", "specialized"])
+def test_an_in_place_update_keeps_the_arrays_dtype(specialize):
+    """`acc += x` stores into acc: a float32 acc stays float32 (it became float64: other
+    values than numpy's); a float into an int array is numpy's TypeError (it gave a
+    gradient)."""
+    x = np.linspace(-1.0, 1.0, 12).reshape(4, 3) + 1e3
+    g = srcgrad.grad(U.accumulated_in_float32, has_aux=True, cache=False,
+                     specialize=specialize)
+    want_acc = U.accumulated_in_float32(x)[1]
+    for _ in range(4):
+        dx, acc = g(x)
+        assert acc.dtype == np.float32
+        np.testing.assert_array_equal(acc, want_acc)
+    h = srcgrad.value_and_grad(U.scaled_in_an_int_array, cache=False, specialize=specialize)
+    for _ in range(4):
+        with pytest.raises(TypeError, match="same_kind"):
+            h(np.linspace(0.5, 1.5, 3))

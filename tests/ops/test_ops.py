@@ -462,6 +462,10 @@ for _sx, _idx, _sv in SETITEM:
 spec("cast_like", [A((2, 3)), A((1,))], ref=lambda x, like: x.astype(like.dtype))
 spec("cast_like", [A((2, 3)), np.zeros(1, np.float32)], grad=False,
      ref=lambda x, like: x.astype(like.dtype))
+# `a op= b` stores the result in a's dtype (numpy's same_kind rule)
+spec("cast_into", [A((2, 3)), A((1,))], ref=lambda x, like: x.astype(like.dtype))
+spec("cast_into", [A((2, 3)), np.zeros(1, np.float32)], grad=False,
+     ref=lambda x, like: x.astype(like.dtype))
 # x.astype(k.dtype) for an array k of any dtype: no derivative where k is not floating
 spec("convert_like", [A((2, 3)), A((1,))], ref=lambda x, like: x.astype(like.dtype))
 spec("convert_like", [A((2, 3)), A((1,), small_ints)], grad=False,
