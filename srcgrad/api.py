@@ -304,6 +304,11 @@ class CompiledFunction:
             found = unlike_numpy(opt.eqns)
             if found is not None:
                 raise Unlike(self.fun.__qualname__, *found)
+            if at is not None and _holds_dict(opt.outputs[0][at]):  # (f's own value, its
+                # aux: numba cannot box a dict of mixed values; a gradient's dict is built
+                # by the Python entry)
+                raise Unlike(self.fun.__qualname__, "a dict in what the function returns",
+                             opt.eqns[-1] if opt.eqns else None)
             if not jit.python_body:
                 jit.python_body = large_form(opt.eqns)
         if fused or jit is not None:
@@ -1051,6 +1056,12 @@ def _store(key, text, meta):
     if key is None:
         return None
     return _cache.store(key, text, {k: v for k, v in meta.items() if not k.startswith("_")})
+
+
+def _holds_dict(obj) -> bool:
+    if isinstance(obj, dict):
+        return True
+    return isinstance(obj, (tuple, list)) and any(_holds_dict(o) for o in obj)
 
 
 def _numba_module(name: str) -> dict:

@@ -1491,6 +1491,10 @@ def _emit_scratch(f, mod: _Module, body: list):
              "    return (" + "".join(f"\n        {a}," for a in arrays) + "\n    )"]
 
 
+def _item(name: str, v) -> str:
+    return name + "[()]" if loop_shape(v) == () else name
+
+
 def _emit_jit_entry(fc, namer, mod: _Module, inputs, lines):
     """The numba backend's entry: a Python function that holds the guard and calls the
     compiled one, which takes the inputs by position."""
@@ -1540,7 +1544,8 @@ def _emit_jit_entry(fc, namer, mod: _Module, inputs, lines):
         lines.append(f"        {fc.compiled_name}({', '.join(names + list(outer.values()))})  "
                      "# compiled by numba: it writes the results")
         lines.extend(other_layout)
-        lines.append(f"    return {_render_structure(fc.returns, lambda v: outer[v.id])}")
+        # (a 0-d result as numpy's reductions give it: a numpy scalar, `out[()]`)
+        lines.append(f"    return {_render_structure(fc.returns, lambda v: _item(outer[v.id], v))}")
         fc.out_params = [(v, inner.fresh("out_" + v.hint, True)) for v in results]
         mod.out_types = [(list(loop_shape(v)), jit_dtype(v)) for v in results]
     lines += ["", ""]

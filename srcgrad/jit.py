@@ -311,7 +311,8 @@ class Unlike(SrcgradError):
     numpy's (`unlike_numpy`): the numpy code runs, with a warning that says where."""
 
     def __init__(self, qualname: str, what: str, e):
-        where = "" if e.loc is None else f" at {e.loc.filename}:{e.loc.lineno} `{e.loc.text}`"
+        where = "" if e is None or e.loc is None else \
+            f" at {e.loc.filename}:{e.loc.lineno} `{e.loc.text}`"
         super().__init__(f"srcgrad does not compile the gradient of {qualname!r} with numba: "
                          f"{what}{where}. It runs the numpy code instead")
 
@@ -326,7 +327,11 @@ def unlike_numpy(eqns) -> "tuple | None":
       int64 operands: numpy 2 computes `k * 3` of an int8 k in int8 (it wraps), `u - 5`
       of a uint in the uint's dtype, `m + m` of booleans as `m | m`; numba computes in
       int64 (or float64), and an integer power to a negative exponent gives 0 where numpy
-      raises. An integer operand of a float64 result is exact in both."""
+      raises. An integer operand of a float64 result is exact in both.
+    - Arithmetic on float32 (or float16) values: numba computes a float32 value with a
+      Python float constant in float64 (`x + 1e-8` is not x, a tie with 0.1 is none, an
+      overflow to inf is finite), and float32 times an int64 array in float32, where
+      numpy gives float64."""
     from .fusion import jit_dtype
 
     for e in eqns:
@@ -335,9 +340,14 @@ def unlike_numpy(eqns) -> "tuple | None":
                 "meaning: a random draw from numba's generator, not numpy's)", e
         if e.prim.elementwise and (e.prim.differentiable or e.prim.dtype is not None):
             kinds = [jit_dtype(v) for v in e.ins if isinstance(v, Var) and v.kind == "array"]
-            exact = [k for k in kinds if k is not None and k not in ("float32", "float64")]
             out = jit_dtype(e.outs[0]) if e.outs and isinstance(e.outs[0], Var) else None
-            if exact and out != "float64" and not (
+            narrow = {k for k in kinds + [out] if k in ("float32", "float16")}
+            if narrow:
+                return f"{'/'.join(sorted(narrow))} arithmetic (numba computes it with " \
+                    "float64 constants and its own promotion rules)", e
+            exact = [k for k in kinds if k is not None and k != "float64"]
+            wide = out == "float64" or (out is None and "float64" in kinds)
+            if exact and not wide and not (
                     out == "int64" and set(exact) == {"int64"} and e.prim.name != "power"):
                 return f"integer arithmetic ({', '.join(sorted(set(exact)))} operands: " \
                     "numpy computes in their dtype, numba in its own)", e

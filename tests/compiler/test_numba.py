@@ -575,3 +575,35 @@ def test_small_products_are_loops(dtype):
     for a, b in zip(got, want):
         assert a.dtype == b.dtype == dtype
         np.testing.assert_allclose(a, b, rtol=1e-10 if dtype == np.float64 else 1e-4)
+
+
+def test_float32_work_keeps_numpys_float32_meaning():
+    """numba computed float32 work with float64 constants: `np.maximum(x, 0.1)` at
+    x = float32(0.1) was no tie (gradient 1, numpy 0.5), `x // 0.1` another integer. The
+    numpy code runs, with a warning."""
+    x = np.array([0.1, 3.7, 6.9, 0.0], np.float32)
+    want = srcgrad.value_and_grad(U.floored_to_a_tie)(x)
+    g = srcgrad.value_and_grad(U.floored_to_a_tie, backend="numba")
+    with pytest.warns(RuntimeWarning, match="float32 arithmetic"):
+        g(x)
+    for _ in range(3):
+        value, grad = g(x)
+        assert value == want[0] and grad.dtype == np.float32
+        np.testing.assert_array_equal(grad, want[1])
+
+
+def test_values_and_aux_come_back_as_numpy_gives_them():
+    """The value of value_and_grad is a numpy scalar (it was a 0-d array); a dict in the
+    aux runs the numpy code (numba raised SystemError boxing it)."""
+    x = np.linspace(-1.0, 1.0, 5)
+    g = srcgrad.value_and_grad(U.rosenbrock, backend="numba")
+    for _ in range(3):
+        value, _ = compiled_without_warning(g, x)[0]
+        assert type(value) is np.float64 == type(U.rosenbrock(x))
+    h = srcgrad.grad(U.loss_and_stats, has_aux=True, backend="numba")
+    with pytest.warns(RuntimeWarning, match="a dict in what the function returns"):
+        h(x)
+    for _ in range(3):
+        dx, aux = h(x)
+        np.testing.assert_array_equal(dx, 2 * x)
+        assert aux == {"m": 0.0, "n": 5}
