@@ -2,7 +2,8 @@
 
 Hand-written gradients (all timed; the suite takes the fastest in each run as the reference):
 - `grad_hand`: the margins' cotangent s = -y / (N (1 + exp(y (Xw + b)))) built in place in
-  one array, the weight gradient as the vector-matrix product s X (no transpose),
+  one array, the weight gradient as the vector-matrix product s X (no transpose), the
+  products written `a.dot(b)` (the method: half the call cost of `np.dot` or `@`),
 - "simple": the same formula with a new array for each operation and X.T @ s.
 """
 import numpy as np
@@ -31,14 +32,14 @@ def loss(w, b, X, y):
 
 
 def grad_hand(w, b, X, y):
-    t = np.dot(X, w)
+    t = X.dot(w)
     t += b
     t *= y
     np.exp(t, out=t)
     t += 1.0
     t *= -len(y)
     s = y / t                            # d loss / d(Xw + b)
-    gw = np.dot(s, X)
+    gw = s.dot(X)
     gw += LAM * w
     return gw, np.add.reduce(s)
 
