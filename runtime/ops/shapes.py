@@ -280,8 +280,8 @@ def _cast_into(x, like):
     result into an int array)."""
     dt = getattr(like, "dtype", None)
     xd = getattr(x, "dtype", None)
-    if dt is None or xd is None or xd == dt:
-        return x
+    if dt is None or xd is None or xd == dt or isinstance(like, numpy.generic):
+        return x  # (a numpy scalar is immutable: `s += b` binds s to the sum, as it is)
     if not numpy.can_cast(xd, dt, "same_kind"):
         raise TypeError(f"Cannot cast an in-place operation's result from dtype('{xd}') to "
                         f"dtype('{dt}') with casting rule 'same_kind' (numpy refuses "
@@ -380,7 +380,13 @@ def _casts_to_integers(args, params) -> bool:
 
 astype = defop("astype", _astype, vjp_astype, nondiff=(1,), view=True, reads_inputs=False,
                spell=call("np.asarray"), zero_grad=_casts_to_integers)
-cast_into = defop("cast_into", _cast_into, vjp_cast_like, nondiff=(1,), view=True,
+def vjp_cast_into(g, out, x, like):
+    # g as it comes (like's dtype): the cotangents of what made x take their own inputs'
+    # dtypes; reading x's dtype would make a loop save x at every step
+    return g
+
+
+cast_into = defop("cast_into", _cast_into, vjp_cast_into, nondiff=(1,), view=True,
                   reads_inputs=False, spell=call("cast_into"), dtype=("like", 1), shape_like=0,
                   doc="x in the dtype of the array `like` that `like op= ...` updates in "
                       "place (numpy's same_kind casting)")
