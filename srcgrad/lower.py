@@ -575,13 +575,11 @@ class Lowerer:
         if not (isinstance(fn, ast.Attribute) and fn.attr == "at" and len(call.args) == 3
                 and not call.keywords and isinstance(call.args[0], ast.Name)):
             return False
-        try:
-            ufunc = self.expr(fn.value)
-        except SrcgradError:
-            return False
         cur = self.env.get(call.args[0].id)
-        if ufunc is not numpy.add or not (isinstance(cur, Var) and cur.kind == "array"):
-            return False
+        if self.peek(fn.value) is not numpy.add or \
+                not (isinstance(cur, Var) and cur.kind == "array"):
+            return False  # (peeked: nothing is staged for another call's receiver)
+        self.expr(fn.value)  # (read as any name the function reads: guarded)
         name = call.args[0].id
         cur = self.load(name, call.args[0])
         idx, v = self.expr(call.args[1]), self.expr(call.args[2])
