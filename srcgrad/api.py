@@ -267,7 +267,12 @@ class CompiledFunction:
         # the prologue makes the `wrt` arguments floating (as_float); jvp takes its
         # primals as they come
         floats = self._float_params()
-        known = None if spec is None else [w if isinstance(w, tuple) else None for w in spec]
+        # (a Python float: a float64 scalar, which computes as it does; with an array of
+        # another dtype, numpy's rules for a Python scalar keep that array's dtype, where
+        # float64's would not: the classes differ, so the result's dtype stays unknown)
+        known = None if spec is None else [
+            w if isinstance(w, tuple) else ((), "float64") if w is float else None
+            for w in spec]
         graph, src, reads = lower(self.fun, same=self.wrt_index if same else (), floats=floats,
                                   trees=self._tree, spec=known)
         self._reads.append(reads)

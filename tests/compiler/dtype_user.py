@@ -119,3 +119,10 @@ def scaled_in_an_int_array(x):
     z = np.full(x.shape, 3)                          # int: `z *= x` is numpy's TypeError
     z *= x
     return np.sum(z)
+
+
+def scaled_with_defaults(x, lam=0.5, k=3):
+    # Python scalars: weak, the array's dtype stays (numpy 2)
+    y = x * lam + lam * lam
+    z = np.maximum(y, lam) * k
+    return np.sum(z * z), z

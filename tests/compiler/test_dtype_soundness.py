@@ -144,3 +144,23 @@ def test_an_in_place_update_keeps_the_arrays_dtype(specialize):
     for _ in range(4):
         with pytest.raises(TypeError, match="same_kind"):
             h(np.linspace(0.5, 1.5, 3))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("lam", [0.5, -1.25])
+def test_a_python_float_argument_keeps_the_arrays_dtype(dtype, lam):
+    """A specialized variant takes a Python float argument as a float64 scalar, which with
+    an array of another dtype must not make its results float64: numpy keeps the array's."""
+    x = np.linspace(-1, 1, 7).astype(dtype)
+    g = srcgrad.value_and_grad(U.scaled_with_defaults, has_aux=True, cache=False)
+    want_value, want_aux = U.scaled_with_defaults(x, lam)
+    for _ in range(4):  # (the specialized variant runs from the third call)
+        (value, aux), grad = g(x, lam)
+    assert "Specialized to" in g.specialized_source(x, lam)
+    assert aux.dtype == want_aux.dtype == grad.dtype == dtype
+    assert np.asarray(value).dtype == np.asarray(want_value).dtype
+    np.testing.assert_allclose(aux, want_aux, rtol=1e-3 if dtype == np.float16 else 1e-6)
+    x64 = x.astype(np.float64)
+    fd = finite_differences(lambda v: U.scaled_with_defaults(v, lam)[0], (x64,), 0)
+    np.testing.assert_allclose(grad, fd, rtol=2e-2 if dtype == np.float16 else 1e-4,
+                               atol=1e-2 if dtype == np.float16 else 1e-5)
