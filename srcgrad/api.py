@@ -317,14 +317,18 @@ class CompiledFunction:
             if not jit.python_body:
                 jit.python_body = large_form(opt.eqns)
         if fused or jit is not None:
-            from .fusion import fuse_graph, one_shape
+            from .fusion import fuse_graph, one_shape, shifted_sums
             from .jit import accept
 
             if jit is not None and batch_step_products(opt.eqns):  # (a loop's sums: one
                 opt = optimize(opt, named=b.named)                 # product after it)
 
-            opt.eqns = fuse_graph(opt.eqns, opt.outputs, accept=one_shape if jit is None else
-                                  functools.partial(accept, python_body=jit.python_body))
+            takes = one_shape if jit is None else functools.partial(
+                accept, python_body=jit.python_body)
+            counter = [0]
+            opt.eqns = fuse_graph(opt.eqns, opt.outputs, counter, accept=takes)
+            if jit is not None:  # (cotangents placed in shifted slices: one loop)
+                opt.eqns = shifted_sums(opt.eqns, opt.outputs, takes, counter)
             checked(opt, "fusion")
             if jit is not None:  # (numba checks no shape: a wrong one writes past an array)
                 opt.check_types()

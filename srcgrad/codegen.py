@@ -633,6 +633,9 @@ def _floating_values(eqns, floating: set) -> set:
             _floating_loop(e, floating)
         elif op is FUSED:  # its results are values its region defines
             _floating_values(e.params["region"].eqns, floating)
+            if e.params.get("places") is not None and (jit_dtype(e.outs[0]) or "").startswith(
+                    "float"):  # (a sum of its values)
+                floating.add(e.outs[0].id)
         elif e.outs and _floating_result(e, floating):
             floating.add(e.outs[0].id)
     return floating
@@ -1618,6 +1621,9 @@ def _emit_loops(mod: _Module, body: list):
     a scalar inside the loop, read from its input at the broadcast index and written to
     its output array there."""
     for e, params in mod.regions:
+        if e.params.get("places") is not None:
+            _emit_placed(mod, e, params, body)
+            continue
         region = e.params["region"]
         name = mod.region_name(e)
         values = list(e.ins) + [o for q in region.eqns for o in q.outs]
@@ -1683,6 +1689,110 @@ def _emit_loops(mod: _Module, body: list):
                 body.append(f"{ind}{at(o, arrays[o.id])} = {local}")
         ret = ", ".join(arrays[o.id] for o in e.outs)
         body.append(f"    return {ret}")
+
+
+def _cone(region, v) -> list:
+    """The equations of `region` that value `v` needs, in order."""
+    need, out = {v.id}, []
+    for q in reversed(region.eqns):
+        if any(o.id in need for o in q.outs):
+            out.append(q)
+            need.update(a.id for a in q.var_ins())
+    return out[::-1]
+
+
+def _emit_placed(mod: _Module, e, params, body: list):
+    """A sum of terms placed in slices of its result (fusion.shifted_sums): a loop over
+    each piece of the result (fusion.segments) in turn, each element the sum of the terms
+    that cover it, each term's statements run at its own offset. An index past the loop's
+    is an unsigned integer, so that numba reads it without testing for a negative one."""
+    from .fusion import segments
+
+    region, out = e.params["region"], e.outs[0]
+    name = mod.region_name(e)
+    shape = loop_shape(out)
+    sub = _Namer(mod.local_reserved | set(params))
+    mod.namers.append(sub)
+    em = _Emitter(sub, mod)
+    em.maybe_py = set()
+    idx = [sub.fresh(n, True) for n in "ijkl"[:len(shape)]] if len(shape) <= 4 else \
+        [sub.fresh("i", False) for _ in shape]
+    np_ = mod.g("np")
+    given = mod.jit.python_body  # the result comes allocated
+    arr = sub.fresh(out.hint, True)
+    places = e.params["places"]
+    pieces = segments(places, shape)
+
+    def size(lo, hi):
+        return int(numpy.prod([b - a for a, b in zip(lo, hi)]))
+
+    par_min = mod.jit.parallel_min
+    parallel = any(size(lo, hi) >= par_min for lo, hi, _ in pieces)
+    where = f" ({e.loc.short()})" if e.loc is not None else ""
+    body += ["", "", mod.jit.decorator(mod, parallel, checked=False),
+             f"def {name}({', '.join(list(params) + ([arr] if given else []))}):",
+             f'    """Fused loop{where}: {arr} of {shape!r}, the sum of {len(places)} terms '
+             f'placed in slices of it,',
+             f'    in {len(pieces)} pieces, one pass over it (a term\'s statements run where '
+             'its slice covers it)."""']
+    mod.loop_types[name] = [(len(loop_shape(v)), jit_dtype(v))
+                            for v in list(e.ins) + ([out] if given else [])]
+    if not given:
+        body.append(f"    {arr} = {np_}.empty({shape!r}, {np_}.{jit_dtype(out)})")
+    items = {}  # a 0-d input's item, read once (it may come as a 0-d array or a number)
+    for v, p in zip(e.ins, params):
+        if loop_shape(v) == ():
+            items[v.id] = sub.fresh(p + "_item", False)
+            body.append(f"    {items[v.id]} = {np_}.asarray({p})[()]")
+    cones = [_cone(region, v) for v in region.outs]
+    for lo, hi, terms in pieces:
+        ext = [b - a for a, b in zip(lo, hi)]
+        covered = ", ".join(f"{a}:{b}" for a, b in zip(lo, hi))
+        body.append(f"    # {arr}[{covered}]: " + (
+            f"{len(terms)} term{'s' * (len(terms) > 1)}" if terms else "no term: zeros"))
+        ind = "    "
+        for k, (i, n) in enumerate(zip(idx, ext)):
+            rng = mod.g("prange") if size(lo, hi) >= par_min and k == 0 else mod.g("range")
+            body.append(f"{ind}for {i} in {rng}({n}):")
+            ind += "    "
+        offsets: dict = {}
+
+        def index(axis, c, ind=ind, offsets=offsets):
+            if c == 0:
+                return idx[axis]
+            if (axis, c) not in offsets:
+                offsets[axis, c] = sub.fresh(f"{idx[axis]}{c}" if c < 100 else
+                                             f"{idx[axis]}_far", True)
+                body.append(f"{ind}{offsets[axis, c]} = {np_}.uint64({idx[axis]} + {c})")
+            return offsets[axis, c]
+
+        groups: dict = {}  # a term's offset from the piece -> its terms
+        for t in terms:
+            groups.setdefault(tuple(a - p for a, p in zip(lo, places[t][0])), []).append(t)
+        values = []
+        for off, ts in groups.items():
+            ext_t = [b - a for a, b in zip(*places[ts[0]])]
+            for v, p in zip(e.ins, params):
+                s = loop_shape(v)
+                if not s:
+                    em.inline[v.id] = items[v.id]
+                    continue
+                first = len(shape) - len(s)
+                parts = ["0" if n == 1 and ext_t[first + k] != 1 else
+                         index(first + k, off[first + k]) for k, n in enumerate(s)]
+                em.inline[v.id] = f"{p}[{', '.join(parts)}]"
+            needed = {id(q) for t in ts for q in cones[t]}
+            for q in region.eqns:
+                if id(q) in needed:
+                    o = q.outs[0]
+                    local = sub.fresh(o.hint, False)
+                    text = _norm(em.expr(q, {}))
+                    sub.names[o.id] = local
+                    body.append(f"{ind}{local} = {text}")
+            values += [em.src(region.outs[t]) for t in ts]
+        dest = ", ".join(index(k, a) for k, a in enumerate(lo))
+        body.append(f"{ind}{arr}[{dest}] = {' + '.join(values) or '0'}")
+    body.append(f"    return {arr}")
 
 
 def _compiled_body(mod: _Module) -> bool:

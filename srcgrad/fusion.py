@@ -32,7 +32,8 @@ import numpy
 from .ir import SCALAR, Block, Eqn, Var, iter_vars
 
 __all__ = ["FUSED", "fuse_graph", "one_shape", "cuda_expr", "loop_shape", "jit_dtype",
-           "BLOCKED_MIN", "BLOCK", "block_rows", "blockable", "block_regions"]
+           "BLOCKED_MIN", "BLOCK", "block_rows", "blockable", "block_regions", "shifted_sums",
+           "segments"]
 
 # one kernel for a region of elementwise equations, made after differentiation and
 # optimization (so no rule): any number of outputs, each a fresh array
@@ -259,3 +260,184 @@ def block_regions(eqns: list, outputs) -> list:
                 mark(b.eqns)
     mark(eqns)
     return eqns
+
+
+# Sums of shifted slices (numba) -------------------------------------------------------------
+#
+# The gradient of code that reads neighbouring elements (`x[1:] - x[:-1]`: a stencil, a
+# finite difference, a smoothness penalty) is a sum of cotangents each placed into a slice
+# of zeros: `scatter_add(a, slice(None, -1), (n,)) + scatter_add(b, slice(1, None), (n,))`.
+# Written as it is, that is a loop making `a` and `b`, then zeros, a copy and an add: four
+# passes over memory. `shifted_sums` makes it one loop over the result: the result's index
+# range is cut where a slice begins or ends (`segments`), and in each piece every element
+# is the sum of the terms whose slices cover it, each term computed there by its own
+# elementwise statements at its own offset (`a` at i, `b` at i - 1: the statements of a
+# term are repeated once per offset, cheap next to a pass over memory).
+
+#: the most pieces (`segments`) a sum of shifted slices is cut into
+MAX_SEGMENTS = 64
+
+
+def _place(e, shape):
+    """The (start, stop) of each axis of `shape` that scatter_add `e` places its value in:
+    a basic slice per leading axis, step 1, into a result of `shape`; else None."""
+    v, idx, newshape = e.ins
+    if not isinstance(newshape, tuple) or tuple(newshape) != shape:
+        return None
+    parts = idx if isinstance(idx, tuple) else (idx,)
+    if sum(p is Ellipsis for p in parts) == 1:  # (`...`: whole axes)
+        k = parts.index(Ellipsis)
+        whole = (slice(None),) * (len(shape) - len(parts) + 1)
+        parts = parts[:k] + whole + parts[k + 1:]
+    if len(parts) > len(shape) or not all(
+            isinstance(s, slice) and s.step in (None, 1) and
+            all(b is None or (isinstance(b, int) and not isinstance(b, bool))
+                for b in (s.start, s.stop)) for s in parts):
+        return None
+    lo, hi = [], []
+    for k, n in enumerate(shape):
+        a, b, _ = parts[k].indices(n) if k < len(parts) else (0, n, 1)
+        b = max(a, b)
+        lo.append(a)
+        hi.append(b)
+    if loop_shape(v) != tuple(b - a for a, b in zip(lo, hi)):
+        return None
+    return tuple(lo), tuple(hi)
+
+
+def segments(places, shape) -> list:
+    """The pieces of `shape` that a sum of terms placed at `places` ((start, stop) per
+    axis, each) is cut into: [(start, stop, [indices of the terms that cover it])], every
+    element of `shape` in one piece."""
+    import itertools
+
+    cuts = []
+    for k, n in enumerate(shape):
+        points = sorted({0, n} | {p[0][k] for p in places} | {p[1][k] for p in places})
+        cuts.append([(a, b) for a, b in zip(points, points[1:]) if a < b])
+    out = []
+    for piece in itertools.product(*cuts):
+        lo = tuple(a for a, _ in piece)
+        hi = tuple(b for _, b in piece)
+        terms = [t for t, (plo, phi) in enumerate(places)
+                 if all(pa <= a and b <= pb for a, b, pa, pb in zip(lo, hi, plo, phi))]
+        out.append((lo, hi, terms))
+    return out
+
+
+def _reads(eqns, outputs) -> dict:
+    """Var id -> how many times it is read (by equations, nested blocks' results and the
+    outputs; a fused region's own reads not counted: its equation's operands are)."""
+    count: dict = {}
+
+    def walk(es):
+        for e in es:
+            for v in e.var_ins():
+                count[v.id] = count.get(v.id, 0) + 1
+            if e.prim is FUSED:
+                continue
+            for b in e.blocks():
+                walk(b.eqns)
+                for v in iter_vars(b.outs):
+                    count[v.id] = count.get(v.id, 0) + 1
+
+    walk(eqns)
+    for v in iter_vars(outputs):
+        count[v.id] = count.get(v.id, 0) + 1
+    return count
+
+
+def shifted_sums(eqns: list, outputs, accept, counter=None) -> list:
+    """Sums of scatter_adds into slices of one array (see above) as one fused loop each:
+    a `fused` equation whose result has the sum's shape, its region making the terms and
+    its param `places` saying where each term (a result of the region, in order) goes.
+    The terms' own loops (a fused region, or one equation `accept` takes) join it where
+    nothing else reads what they make. In nested blocks too."""
+    counter = counter if counter is not None else [0]
+    return _shifted(eqns, _reads(eqns, outputs), accept, counter)
+
+
+def _shifted(eqns, reads, accept, counter) -> list:
+    for e in eqns:
+        if e.prim is not FUSED:
+            for b in e.blocks():
+                b.eqns = _shifted(b.eqns, reads, accept, counter)
+    made = {o.id: e for e in eqns for o in e.outs}
+    gone: set = set()  # ids of equations the rewrite replaced
+    new: dict = {}  # id of a sum's last equation -> its fused equation
+    for e in reversed(eqns):
+        if id(e) in gone or e.prim.name != "add" or len(e.outs) != 1:
+            continue
+        found = _sum_of_places(e, made, reads, accept)
+        if found is not None:
+            fused, used = found
+            counter[0] += 1
+            fused.params["name"] = f"_fused_{counter[0]}"
+            gone.update(id(q) for q in used)
+            new[id(e)] = fused
+    return [new.get(id(e), e) for e in eqns if id(e) not in gone or id(e) in new]
+
+
+def _sum_of_places(root, made, reads, accept):
+    """(the fused equation, the equations it replaces) for the sum that `root` ends, or
+    None where it is not a sum of slices placed into arrays of one known shape."""
+    out = root.outs[0]
+    shape, dtype = loop_shape(out), jit_dtype(out)
+    if not shape or dtype is None or out.kind != "array" or 0 in shape:
+        return None
+    terms, used = [], []  # [(value, place)], the equations of the sum
+
+    def visit(v, top=False):
+        e = made.get(v.id) if isinstance(v, Var) else None
+        if e is not None and (top or reads.get(v.id, 0) == 1) and e.prim.name == "add" and                 all(isinstance(a, Var) and loop_shape(a) == shape and jit_dtype(a) == dtype
+                    for a in e.ins):
+            used.append(e)
+            return all(visit(a) for a in e.ins)
+        if e is not None and not top and reads.get(v.id, 0) == 1 and \
+                e.prim.name == "scatter_add" and isinstance(e.ins[0], Var) and \
+                jit_dtype(e.ins[0]) == dtype:
+            place = _place(e, shape)
+            if place is not None:
+                used.append(e)
+                terms.append((e.ins[0], place))
+                return True
+        if isinstance(v, Var) and v.kind == "array" and loop_shape(v) == shape and \
+                jit_dtype(v) == dtype:
+            terms.append((v, ((0,) * len(shape), shape)))
+            return True
+        return False
+
+    if not visit(out, top=True) or not any(e.prim.name == "scatter_add" for e in used) or \
+            len(segments([p for _, p in terms], shape)) > MAX_SEGMENTS:
+        return None  # (no scatter_add among the terms: a plain sum, fused as it was)
+    # the terms' own loops join the sum's where every value they make is one of its terms
+    term_reads: dict = {}
+    for v, _ in terms:
+        term_reads[v.id] = term_reads.get(v.id, 0) + 1
+    region, joined = [], []
+    for v, _ in terms:
+        e = made.get(v.id)
+        if e is None or any(e is q for q in joined) or not all(
+                reads.get(o.id, 0) == term_reads.get(o.id, 0) for o in e.outs):
+            continue
+        if e.prim is FUSED and not e.params.get("places") and \
+                e.params.get("rows") is None:
+            region.extend(e.params["region"].eqns)
+        elif _fusible(e) and accept(e, []) and len(e.outs) == 1:
+            region.append(e)
+        else:
+            continue
+        joined.append(e)
+    defined = {o.id for q in region for o in q.outs}
+    ins: dict = {}
+    for q in region:
+        for a in q.ins:
+            if isinstance(a, Var) and a.id not in defined:
+                ins.setdefault(a.id, a)
+    for v, _ in terms:
+        if v.id not in defined:
+            ins.setdefault(v.id, v)
+    fused = Eqn(FUSED, list(ins.values()), [out],
+                {"region": Block(region, [v for v, _ in terms]), "name": None,
+                 "places": [p for _, p in terms]}, root.loc, root.phase)
+    return fused, used + joined

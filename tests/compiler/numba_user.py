@@ -119,3 +119,34 @@ def floored_to_a_tie(x):
 
 def loss_and_stats(x):
     return np.sum(x * x), {"m": np.mean(x), "n": x.shape[0]}
+
+
+def cumulative_energy(x):
+    y = np.tanh(x) * x + 1.0
+    return np.sum(np.cumsum(y) ** 2)
+
+
+# neighbouring elements: finite differences, stencils, smoothness penalties
+
+def total_variation(img, eps=1e-6):
+    dx = img[1:, :-1] - img[:-1, :-1]
+    dy = img[:-1, 1:] - img[:-1, :-1]
+    return np.sum(np.sqrt(dx ** 2 + dy ** 2 + eps))
+
+
+def smoothness(x, lam=0.5):
+    curvature = x[2:] - 2.0 * x[1:-1] + x[:-2]
+    return lam * np.sum(curvature ** 2) + np.sum(np.diff(x) ** 2)
+
+
+def heat_steps(u, k):
+    u = u.copy()
+    for _ in range(3):
+        lap = u[2:] - 2.0 * u[1:-1] + u[:-2]
+        u[1:-1] = u[1:-1] + k * lap
+    return np.sum(u ** 2 * np.sin(u))
+
+
+def trapezoid_energy(y, t):
+    dt = t[1:] - t[:-1]
+    return np.sum(0.5 * dt * (y[1:] ** 2 + y[:-1] ** 2))
