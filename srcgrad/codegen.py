@@ -857,8 +857,10 @@ class _BlockCtx:
         outs = [self.name(v) for v in e.outs]
         made = [self.namer.fresh(v.hint, False) if o in ins else o
                 for o, v in zip(outs, e.outs)]
+        scratch = getattr(em, "scratch", {})
         for name, v in zip(made, e.outs):
-            lines.append(f"{ind}{name} = {np_}.empty({shape!r}, {np_}.{jit_dtype(v)})")
+            lines.append(f"{ind}{name} = " + (
+                scratch.get(v.id) or f"{np_}.empty({shape!r}, {np_}.{jit_dtype(v)})"))
         at = self.namer.fresh("at", True)
         block = self.namer.fresh("block", True)
         args = ", ".join(n + f"[{block}]" * (loop_shape(a) == shape) for a, n in zip(e.ins, ins))
@@ -1415,7 +1417,8 @@ class JitOptions:
 
 
 def scratch_values(fc) -> list:
-    """The large-array form's scratch values, ([(value, slot)], [(shape, dtype) of each
+    """The scratch values of the numba backend's large-array form and of a numpy variant's
+    blocked regions (fusion.block_regions), ([(value, slot)], [(shape, dtype) of each
     slot]): results of `fc`'s top-level loops that may live in arrays reused from one
     call to the next, since nothing sees them after the call; two values whose lives do
     not overlap share a slot. Each is read only by equations that make new arrays from it (a loop, an
@@ -2031,7 +2034,9 @@ def _emit_planned(fc, inputs, header, ops, clashes, jit=None):
             f.compiled_name = f.module_name if jit.python_body else \
                 mod.bind(f.name + "_compiled")
     for f, _ in tops:
-        if jit is not None and jit.python_body and not f.nested:
+        # (arrays of a size worth keeping: the numba backend's large form, a numpy
+        # variant's blocked regions)
+        if (jit.python_body if jit is not None else f.spec is not None) and not f.nested:
             values, slots = scratch_values(f)
             if values:
                 f.scratch = (values, slots, mod.bind(f"{f.name}_scratch"),
@@ -2060,9 +2065,9 @@ def _emit_planned(fc, inputs, header, ops, clashes, jit=None):
             _emit_jit_entry(f, namer, mod, ins, body)
         else:
             _emit_function(f, namer, _Emitter(namer, mod), ins, "", body, f.module_name)
+    for f, _ in tops:
+        _emit_scratch(f, mod, body)
     if jit is not None:
-        for f, _ in tops:
-            _emit_scratch(f, mod, body)
         _emit_loops(mod, body)
         _emit_reductions(mod, body)
         _emit_products(mod, body)
