@@ -67,8 +67,8 @@ _TAUGHT: list = []
 def _teach(numba) -> None:
     """Register nopython versions of the helpers generated code calls where shapes are not
     known when it is compiled (`sum_to`, `broadcast_shapes`, `check_scalar`,
-    `scatter_add` at a basic index, the matmul and dot cotangents of vectors and
-    matrices, `cast_like`): numba picks
+    `scatter_add` and `setitem` at a basic index, the matmul and dot cotangents of
+    vectors and matrices, `cast_like`): numba picks
     an implementation for the argument types it sees (an array's ndim, a tuple's length),
     written out here for those types. Types a version does not take (a shape longer than
     the array) stay untyped: numba refuses, and the numpy code runs."""
@@ -127,6 +127,28 @@ def _teach(numba) -> None:
             return impl_scalar
         return None
 
+    @overload(helpers.setitem)
+    def _setitem(x, idx, v):
+        # x with x[idx] = v, at a basic index (each element once), of values that x's dtype
+        # holds as they are: floats into a float array, or one dtype into itself (numpy's
+        # refusals and truncations stay untyped: the numpy code runs)
+        basic = (types.Integer, types.SliceType)
+        if not (isinstance(x, types.Array) and (isinstance(idx, basic) or
+                isinstance(idx, types.BaseTuple) and all(isinstance(i, basic)
+                                                         for i in idx.types))):
+            return None
+        value = v.dtype if isinstance(v, types.Array) else v
+        if not (value == x.dtype or isinstance(x.dtype, types.Float) and
+                isinstance(value, (types.Float, types.Integer)) and
+                not isinstance(value, types.Boolean)):
+            return None
+
+        def impl(x, idx, v):
+            out = x.copy()
+            out[idx] = v
+            return out
+        return impl
+
     @overload(helpers.list_pos)
     def _list_pos(lst, index):
         if not isinstance(index, types.Integer):
@@ -181,6 +203,27 @@ def _teach(numba) -> None:
                 out[k] = arrays[k]
             return out
         return impl if nd >= 1 else None
+
+    @overload(numpy.flip)
+    def _flip_axis(m, axis):
+        # along one axis (a reversed cumsum's cotangent); numba's own np.flip takes none
+        if not (isinstance(m, types.Array) and m.ndim in (1, 2) and
+                isinstance(axis, types.Integer)):
+            return None
+        if m.ndim == 1:
+            def impl1(m, axis):
+                if axis not in (0, -1):
+                    raise ValueError("axis is out of bounds for array of dimension 1")
+                return m[::-1]
+            return impl1
+
+        def impl2(m, axis):
+            if axis in (0, -2):
+                return m[::-1, :]
+            if axis in (1, -1):
+                return m[:, ::-1]
+            raise ValueError("axis is out of bounds for array of dimension 2")
+        return impl2
 
     @overload(helpers.cast_like)
     def _cast_like(x, like):

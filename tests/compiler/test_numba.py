@@ -63,6 +63,10 @@ PROGRAMS = [
                                                     np.linspace(0.5, 1.5, 30))),
     ("reductions", U.reductions, 0,
      lambda: (np.random.default_rng(2).standard_normal((5, 7)),)),
+    # a slice written into a copy (setitem), a reversed cumsum (np.flip along an axis)
+    ("heat_steps", U.heat_steps, 0,
+     lambda: (np.random.default_rng(3).standard_normal(12), 0.2)),
+    ("cumulative", U.cumulative_energy, 0, lambda: (np.linspace(-1.0, 1.5, 9),)),
 ]
 
 
