@@ -809,7 +809,7 @@ class CompiledFunction:
         if not kwargs and impl is not None and _CUPY_NAME not in _MODULES and \
                 _DASK_NAME not in _MODULES and (check is None or check()):
             for a in args:
-                if isinstance(a, _CONTAINERS):
+                if type(a) is not _NDARRAY and isinstance(a, _CONTAINERS):
                     break
             else:
                 return impl(*args)
@@ -959,6 +959,7 @@ class CompiledFunction:
 
 
 _CONTAINERS = (dict, list, tuple)  # arguments that may be structures (srcgrad.pytree)
+_NDARRAY = np.ndarray  # (the common argument: tested first, 50 ns less than isinstance)
 
 
 def _refuse_structures(kind, fun, args, kwargs):

@@ -261,6 +261,12 @@ class _Module:
             self.dtypes[dtype.str] = self.bind(dtype.name if dtype.isnative else "dtype")
         return self.dtypes[dtype.str]
 
+    def dtype_src(self, name: str) -> str:
+        """A dtype by name (`float64`) as Python code run per call: the module-level dtype
+        object where there is one (numpy converts `np.float64` to it, 40 ns a call)."""
+        known = self.dtypes.get(numpy.dtype(name).str)
+        return known if known is not None else f"{self.g('np')}.{name}"
+
     def general(self) -> str:
         if self.fallback is None:
             self.fallback = self.bind("general")
@@ -839,7 +845,8 @@ class _BlockCtx:
             np_ = em.mod.g("np")
             scratch = getattr(em, "scratch", {})
             args = ", ".join([args] + [
-                scratch.get(o.id) or f"{np_}.empty({loop_shape(o)!r}, {np_}.{jit_dtype(o)})"
+                scratch.get(o.id) or
+                f"{np_}.empty({loop_shape(o)!r}, {em.mod.dtype_src(jit_dtype(o))})"
                 for o in e.outs])
         lines.append(f"{ind}{names} = {em.mod.region_name(e)}({args})")
         em.mod.regions.append((e, [em.src(a) for a in e.ins]))
@@ -860,7 +867,8 @@ class _BlockCtx:
         scratch = getattr(em, "scratch", {})
         for name, v in zip(made, e.outs):
             lines.append(f"{ind}{name} = " + (
-                scratch.get(v.id) or f"{np_}.empty({shape!r}, {np_}.{jit_dtype(v)})"))
+                scratch.get(v.id) or
+                f"{np_}.empty({shape!r}, {em.mod.dtype_src(jit_dtype(v))})"))
         at = self.namer.fresh("at", True)
         block = self.namer.fresh("block", True)
         args = ", ".join(n + f"[{block}]" * (loop_shape(a) == shape) for a, n in zip(e.ins, ins))
@@ -1548,7 +1556,7 @@ def _emit_jit_entry(fc, namer, mod: _Module, inputs, lines):
         np_ = mod.g("np")
         for v in results:
             lines.append(f"    {outer[v.id]} = {np_}.empty({loop_shape(v)!r}, "
-                         f"{np_}.{jit_dtype(v)})")
+                         f"{mod.dtype_src(jit_dtype(v))})")
         lines.append("    try:")
         lines.append(f"        {fc.compiled_name}({', '.join(names + list(outer.values()))})  "
                      "# compiled by numba: it writes the results")

@@ -125,7 +125,7 @@ def test_large_loops_run_in_parallel_threads():
     got, src = compiled_without_warning(g, x, x + 1.5)
     assert "@njit(cache=True, parallel=True, " in src and "in prange(300000)" in src
     # large arrays: numpy allocates them, only the loops are compiled
-    assert "loops compiled by numba" in src and "np.empty((300000,), np.float64))" in src
+    assert "loops compiled by numba" in src and "np.empty((300000,), float64))" in src
     assert_same(got, srcgrad.grad(U.elementwise, wrt=(0, 1), specialize=False)(x, x + 1.5))
 
 
