@@ -309,7 +309,7 @@ def accept(e, run, python_body: bool = False) -> bool:
     numba spells on scalars, over values whose shapes and dtypes the specialized IR
     knows, all of one shape but for broadcasting (the loop's shape is the largest). With
     large arrays (`python_body`), an op that is a call per element (`CHEAP_OPS`) only
-    where its arrays do not fit in cache (`STREAMING`)."""
+    where its arrays do not fit in cache (`STREAMING`), and no op on numbers alone."""
     from .fusion import jit_dtype, loop_shape
 
     if e.prim.name not in SCALAR_OPS:
@@ -320,6 +320,8 @@ def accept(e, run, python_body: bool = False) -> bool:
     if python_body and e.prim.name not in CHEAP_OPS and \
             max(int(numpy.prod(loop_shape(v))) for v in values) < STREAMING:
         return False
+    if python_body and all(loop_shape(v) == () for v in values):
+        return False  # (numbers: numpy's scalars, as numpy gives them, not a 0-d loop)
     if not run:
         return True
     shapes = [loop_shape(v) for q in run for v in _values(q)]

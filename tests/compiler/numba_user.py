@@ -150,3 +150,7 @@ def heat_steps(u, k):
 def trapezoid_energy(y, t):
     dt = t[1:] - t[:-1]
     return np.sum(0.5 * dt * (y[1:] ** 2 + y[:-1] ** 2))
+
+
+def penalized(x, lam=0.5):
+    return np.sum(x ** 2) + lam * np.sum((x[1:] - x[:-1]) ** 2)

@@ -604,6 +604,13 @@ def test_values_and_aux_come_back_as_numpy_gives_them():
     for _ in range(3):
         value, _ = compiled_without_warning(g, x)[0]
         assert type(value) is np.float64 == type(U.rosenbrock(x))
+    # the large form too, where work on numbers alone (here with a float argument) stays
+    # numpy's, not a loop over no axes making a 0-d array
+    big = np.linspace(-1.0, 1.0, jit.LARGE + 1)
+    g = srcgrad.value_and_grad(U.penalized, backend="numba")
+    for _ in range(3):
+        value, _ = compiled_without_warning(g, big)[0]
+        assert type(value) is np.float64 == type(U.penalized(big))
     h = srcgrad.grad(U.loss_and_stats, has_aux=True, backend="numba")
     with pytest.warns(RuntimeWarning, match="a dict in what the function returns"):
         h(x)
