@@ -536,6 +536,10 @@ class CompiledFunction:
         entry of structured arguments: they come as they are)."""
         return list(args) if self._tree is not None else _bind(self.fun, args, kwargs)
 
+    def _call_values(self, args, kwargs) -> list:
+        """`_arg_values` of the user's call (f(*args, **kwargs), as `__call__` takes it)."""
+        return self._arg_values(args, kwargs)
+
     def _settle(self, first):
         """Make `first` what calls run first (a new variant; the general function when
         variants are given up)."""
@@ -654,7 +658,7 @@ class CompiledFunction:
             raise TypeError(f"srcgrad.{self.kind}({self.fun.__name__}): a function with "
                             "*args or **kwargs is not specialized")
         if values is None:
-            values = target._arg_values(args, kwargs)
+            values = target._call_values(args, kwargs)
         sig = _specialize.signature(values)
         if sig is None:
             raise TypeError("specialized variants are made for numpy arrays, Python numbers "
@@ -1437,6 +1441,10 @@ class HVPFunction(CompiledFunction):
 
     def _wrt_name(self):
         return list(inspect.signature(self.fun).parameters)[self.wrt_index[0]]
+
+    def _call_values(self, args, kwargs) -> list:
+        *args, v = args  # (the user's call: f's arguments, then v)
+        return self._arg_values(_bind(self.fun, args, kwargs) + [v], {})
 
     def _arg_values(self, args, kwargs) -> list:
         """(`__call__` binds the user's arguments, then adds v.) The code takes v to have

@@ -191,6 +191,16 @@ def test_hvp_through_numba(n):
     assert_same(h(x, v32), want(x, v32))
     h2 = srcgrad.hvp(U.elementwise, wrt=1, backend="numba")
     assert_same(h2(x, x + 2.0, v), srcgrad.hvp(U.elementwise, wrt=1)(x, x + 2.0, v))
+    # a function with a default argument: the source of the variant a call runs, for the
+    # call as written (the default bound before v; it was taken for v's place)
+    h3 = srcgrad.hvp(U.penalized, backend="numba")
+    for lam in ({}, {"lam": 2.0}):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            got = h3(x, v, **lam)
+            src = h3.specialized_source(x, v, **lam)
+        assert "by numba (nopython mode)" in src and "type(lam) is float" in src
+        assert_same(got, srcgrad.hvp(U.penalized)(x, v, **lam))
 
 
 def test_vjp_through_numba():
