@@ -609,6 +609,8 @@ def _maybe_numbers(e, maybe, pushed) -> list:
         return [e.outs[0].id]
     if op is _shapes.sum_to and maybe(e.ins[0]):  # returns a number it is given as is
         return [e.outs[0].id]
+    if op is _shapes.to_float:  # float(x), math.sqrt(x): a Python float
+        return [e.outs[0].id]
     if op.custom or op is PYTHON or op is LIST_GET:
         # a user's op returns what it likes, a list may hold numbers
         return [o.id for o in e.outs]

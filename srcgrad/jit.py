@@ -149,6 +149,16 @@ def _teach(numba) -> None:
             return out
         return impl
 
+    @overload(helpers.to_float)
+    def _to_float(x):
+        # float(x), math.sqrt(x) of a number or a 0-d array (numpy refuses larger ones:
+        # untyped here, the numpy code runs and raises)
+        if isinstance(x, (types.Float, types.Integer)):
+            return lambda x: float(x)
+        if isinstance(x, types.Array) and x.ndim == 0:
+            return lambda x: float(x[()])
+        return None
+
     @overload(helpers.list_pos)
     def _list_pos(lst, index):
         if not isinstance(index, types.Integer):

@@ -1773,7 +1773,9 @@ class Lowerer:
             return f(*args)
         # math functions take Python numbers: an array of one or more dimensions is
         # refused at run time, as Python refuses it
-        return _MATH[f](*[ops.to_float(a) if isinstance(a, Var) else a for a in args])
+        # (and give a Python float: numpy's sqrt of one is a float64, not weak to numpy)
+        out = _MATH[f](*[ops.to_float(a) if isinstance(a, Var) else a for a in args])
+        return ops.to_float(out) if isinstance(out, Var) else out
 
     def call_len(self, f, args, kwargs, node):
         (v,) = args

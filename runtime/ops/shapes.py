@@ -434,8 +434,9 @@ stop_gradient = defop("stop_gradient", lambda x: x, view=True, differentiable=Fa
                       doc="x itself, through which no gradient flows (the tape's detach)")
 def _to_float(x):
     # numpy raises for arrays of one or more dimensions, as Python's float() does; the
-    # result is a float64 scalar (a Python float that still has .shape and .dtype)
-    return numpy.float64(float(x))
+    # result is a Python float, as float() and math.sqrt() give it: a weak scalar to numpy
+    # (float32 array * it stays float32), where a numpy float64 would make float64
+    return float(x)
 
 
 def vjp_to_float(g, out, x):

@@ -1,5 +1,7 @@
 """Functions that mix boolean and integer arrays into a float computation, the way users
 write masks and parity tests, for tests/compiler/test_dtype_soundness.py."""
+import math
+
 import numpy as np
 
 
@@ -126,3 +128,9 @@ def scaled_with_defaults(x, lam=0.5, k=3):
     y = x * lam + lam * lam
     z = np.maximum(y, lam) * k
     return np.sum(z * z), z
+
+
+def scaled_by_math(x, lam=0.25):
+    # math.sqrt and float() give Python floats: weak, the array's dtype stays
+    s = float(np.sum(x * x))
+    return np.sum(x * math.sqrt(lam) + x * s), x * math.log(lam)

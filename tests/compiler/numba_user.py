@@ -1,4 +1,6 @@
 """Functions the numba backend tests compile, written as users write them."""
+import math
+
 import numpy as np
 
 from specialize_user import mlp_inputs, mlp_loss  # noqa: F401 (the same user code)
@@ -154,3 +156,8 @@ def trapezoid_energy(y, t):
 
 def penalized(x, lam=0.5):
     return np.sum(x ** 2) + lam * np.sum((x[1:] - x[:-1]) ** 2)
+
+
+def normalized_energy(x, lam=0.25):
+    s = float(np.sum(x * x))
+    return np.sum(x * math.sqrt(lam)) + s * math.log1p(lam)

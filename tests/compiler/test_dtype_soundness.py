@@ -164,3 +164,21 @@ def test_a_python_float_argument_keeps_the_arrays_dtype(dtype, lam):
     fd = finite_differences(lambda v: U.scaled_with_defaults(v, lam)[0], (x64,), 0)
     np.testing.assert_allclose(grad, fd, rtol=2e-2 if dtype == np.float16 else 1e-4,
                                atol=1e-2 if dtype == np.float16 else 1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("specialize", [False, True], ids=["polymorphic", "specialized"])
+def test_math_functions_and_float_give_python_floats(dtype, specialize):
+    """math.sqrt(lam) and float(s) are Python floats (weak to numpy): with a float32 array
+    the result is float32, as numpy gives it (they were float64 scalars: float64)."""
+    x = np.linspace(-1, 1, 7).astype(dtype)
+    g = srcgrad.value_and_grad(U.scaled_by_math, has_aux=True, cache=False,
+                               specialize=specialize)
+    want_value, want_aux = U.scaled_by_math(x)
+    for _ in range(4):  # (the specialized variant runs from the third call)
+        (value, aux), grad = g(x)
+    assert aux.dtype == want_aux.dtype == grad.dtype == dtype
+    assert np.asarray(value).dtype == np.asarray(want_value).dtype
+    fd = finite_differences(lambda v: U.scaled_by_math(v)[0], (x.astype(np.float64),), 0)
+    np.testing.assert_allclose(grad, fd, rtol=2e-2 if dtype == np.float16 else 1e-4,
+                               atol=5e-2 if dtype == np.float16 else 1e-5)

@@ -67,6 +67,7 @@ PROGRAMS = [
     ("heat_steps", U.heat_steps, 0,
      lambda: (np.random.default_rng(3).standard_normal(12), 0.2)),
     ("cumulative", U.cumulative_energy, 0, lambda: (np.linspace(-1.0, 1.5, 9),)),
+    ("float_and_math", U.normalized_energy, 0, lambda: (np.linspace(-1.0, 1.5, 9),)),
 ]
 
 
