@@ -326,9 +326,9 @@ class CompiledFunction:
             takes = one_shape if jit is None else functools.partial(
                 accept, python_body=jit.python_body)
             counter = [0]
-            opt.eqns = fuse_graph(opt.eqns, opt.outputs, counter, accept=takes)
             if jit is not None:  # (cotangents placed in shifted slices: one loop)
                 opt.eqns = shifted_sums(opt.eqns, opt.outputs, takes, counter)
+            opt.eqns = fuse_graph(opt.eqns, opt.outputs, counter, accept=takes)
             checked(opt, "fusion")
             if jit is not None:  # (numba checks no shape: a wrong one writes past an array)
                 opt.check_types()

@@ -88,7 +88,7 @@ def fuse_graph(eqns: list, outputs, counter=None, accept=None) -> list:
         run.clear()
 
     for i, e in enumerate(eqns):
-        for b in e.blocks():
+        for b in e.blocks() if e.prim is not FUSED else ():  # (a sum's region: its own)
             b.eqns = fuse_graph(b.eqns, b.outs, counter, accept)
         if _fusible(e) and (accept is None or accept(e, [])):
             if accept is not None and run and not accept(e, run):
@@ -351,8 +351,8 @@ def shifted_sums(eqns: list, outputs, accept, counter=None) -> list:
     """Sums of scatter_adds into slices of one array (see above) as one fused loop each:
     a `fused` equation whose result has the sum's shape, its region making the terms and
     its param `places` saying where each term (a result of the region, in order) goes.
-    The terms' own loops (a fused region, or one equation `accept` takes) join it where
-    nothing else reads what they make. In nested blocks too."""
+    Run before `fuse_graph`: the elementwise equations (those `accept` takes) that make
+    the terms and nothing else join the sum's region. In nested blocks too."""
     counter = counter if counter is not None else [0]
     return _shifted(eqns, _reads(eqns, outputs), accept, counter)
 
@@ -362,13 +362,13 @@ def _shifted(eqns, reads, accept, counter) -> list:
         if e.prim is not FUSED:
             for b in e.blocks():
                 b.eqns = _shifted(b.eqns, reads, accept, counter)
-    made = {o.id: e for e in eqns for o in e.outs}
+    made = {o.id: k for k, e in enumerate(eqns) for o in e.outs}
     gone: set = set()  # ids of equations the rewrite replaced
     new: dict = {}  # id of a sum's last equation -> its fused equation
     for e in reversed(eqns):
         if id(e) in gone or e.prim.name != "add" or len(e.outs) != 1:
             continue
-        found = _sum_of_places(e, made, reads, accept)
+        found = _sum_of_places(e, eqns, made, reads, accept, gone)
         if found is not None:
             fused, used = found
             counter[0] += 1
@@ -378,18 +378,25 @@ def _shifted(eqns, reads, accept, counter) -> list:
     return [new.get(id(e), e) for e in eqns if id(e) not in gone or id(e) in new]
 
 
-def _sum_of_places(root, made, reads, accept):
+def _sum_of_places(root, eqns, made, reads, accept, gone):
     """(the fused equation, the equations it replaces) for the sum that `root` ends, or
     None where it is not a sum of slices placed into arrays of one known shape."""
+    import heapq
+
     out = root.outs[0]
     shape, dtype = loop_shape(out), jit_dtype(out)
     if not shape or dtype is None or out.kind != "array" or 0 in shape:
         return None
     terms, used = [], []  # [(value, place)], the equations of the sum
 
+    def producer(v):
+        k = made.get(v.id) if isinstance(v, Var) else None
+        return None if k is None or id(eqns[k]) in gone else eqns[k]
+
     def visit(v, top=False):
-        e = made.get(v.id) if isinstance(v, Var) else None
-        if e is not None and (top or reads.get(v.id, 0) == 1) and e.prim.name == "add" and                 all(isinstance(a, Var) and loop_shape(a) == shape and jit_dtype(a) == dtype
+        e = producer(v)
+        if e is not None and (top or reads.get(v.id, 0) == 1) and e.prim.name == "add" and \
+                all(isinstance(a, Var) and loop_shape(a) == shape and jit_dtype(a) == dtype
                     for a in e.ins):
             used.append(e)
             return all(visit(a) for a in e.ins)
@@ -410,24 +417,27 @@ def _sum_of_places(root, made, reads, accept):
     if not visit(out, top=True) or not any(e.prim.name == "scatter_add" for e in used) or \
             len(segments([p for _, p in terms], shape)) > MAX_SEGMENTS:
         return None  # (no scatter_add among the terms: a plain sum, fused as it was)
-    # the terms' own loops join the sum's where every value they make is one of its terms
-    term_reads: dict = {}
+    # the terms' own equations join the sum's loop: from the last back, each elementwise
+    # equation whose result only the terms and the equations already taken read
+    counted: dict = {}  # value id -> its reads by the terms and the equations taken
     for v, _ in terms:
-        term_reads[v.id] = term_reads.get(v.id, 0) + 1
-    region, joined = [], []
-    for v, _ in terms:
-        e = made.get(v.id)
-        if e is None or any(e is q for q in joined) or not all(
-                reads.get(o.id, 0) == term_reads.get(o.id, 0) for o in e.outs):
+        counted[v.id] = counted.get(v.id, 0) + 1
+    used_ids = {id(q) for q in used}
+    todo = [-made[v.id] for v, _ in terms if producer(v) is not None]
+    heapq.heapify(todo)
+    taken: set = set()
+    while todo:
+        k = -heapq.heappop(todo)
+        e = eqns[k]
+        if k in taken or id(e) in used_ids or len(e.outs) != 1 or not _fusible(e) or \
+                not accept(e, []) or reads.get(e.outs[0].id, 0) != counted.get(e.outs[0].id):
             continue
-        if e.prim is FUSED and not e.params.get("places") and \
-                e.params.get("rows") is None:
-            region.extend(e.params["region"].eqns)
-        elif _fusible(e) and accept(e, []) and len(e.outs) == 1:
-            region.append(e)
-        else:
-            continue
-        joined.append(e)
+        taken.add(k)
+        for a in e.var_ins():
+            counted[a.id] = counted.get(a.id, 0) + 1
+            if producer(a) is not None:
+                heapq.heappush(todo, -made[a.id])
+    region = [eqns[k] for k in sorted(taken)]
     defined = {o.id for q in region for o in q.outs}
     ins: dict = {}
     for q in region:
@@ -440,4 +450,4 @@ def _sum_of_places(root, made, reads, accept):
     fused = Eqn(FUSED, list(ins.values()), [out],
                 {"region": Block(region, [v for v, _ in terms]), "name": None,
                  "places": [p for _, p in terms]}, root.loc, root.phase)
-    return fused, used + joined
+    return fused, used + region

@@ -64,11 +64,13 @@ def _programs(n):
         ("total_variation", U.total_variation, 0, (rng.standard_normal((side, side + 1)),)),
         ("trapezoid", U.trapezoid_energy, (0, 1),
          (rng.standard_normal(n), np.cumsum(rng.uniform(0.1, 1.0, n)))),
+        # a term of the whole array (2 x) beside the shifted ones: one loop still
+        ("penalized", U.penalized, 0, (rng.standard_normal(n),)),
     ]
 
 
 @pytest.mark.parametrize("large", [False, True], ids=["whole", "loops"])
-@pytest.mark.parametrize("k", range(4), ids=[p[0] for p in _programs(10)])
+@pytest.mark.parametrize("k", range(5), ids=[p[0] for p in _programs(10)])
 def test_cotangents_of_shifted_slices_are_one_loop(k, large):
     """Each program's cotangents placed into shifted slices are summed in one loop (no
     zeros, no scatter, no add), and the gradient is the tape's."""
