@@ -140,7 +140,7 @@ class Builder:
     def may_view(self, w, x) -> bool:
         """May `w` (another value than `x`) share memory with array `x`, so that a write
         into `x` shows through `w`? Follows views back to their base; a branch or loop
-        result of unknown origin may be anything."""
+        result of unknown origin may be anything made before it."""
         while True:
             if w is x:
                 return True
@@ -151,8 +151,13 @@ class Builder:
             if w.id in self.view_base:
                 w = self.view_base[w.id]
                 continue
-            return self.made_by.get(w.id) is None and w.id not in self.inputs and \
-                w.const_name is None
+            if self.made_by.get(w.id) is not None or w.id in self.inputs or \
+                    w.const_name is not None:
+                return False
+            # of unknown origin: anything but an array made after it (a loop's carry is no
+            # view of an array the iteration makes anew: `lap = np.zeros(n)` in the body)
+            made = self.made_by.get(x.id) if isinstance(x, Var) else None
+            return not (isinstance(made, Primitive) and not made.view and x.id > w.id)
 
     def push_block(self):
         self._outer = getattr(self, "_outer", [])
