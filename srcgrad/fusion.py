@@ -18,7 +18,10 @@ Each region is written twice in the generated module:
 The same planner, with a predicate of its own (`fuse_graph`'s `accept`), makes the
 numba backend's loops (srcgrad.jit) and a specialized numpy variant's blocked regions
 (`block_regions`: a region over large arrays computed a block of rows at a time, its
-numpy reference function called once per block).
+numpy reference function called once per block). Before it, for the numba backend,
+`shifted_sums` makes each sum of cotangents placed into shifted slices of one array (the
+gradient of a stencil) one loop over the result, whose region recomputes each term at
+its offset (a `fused` equation with param `places`).
 """
 from __future__ import annotations
 
