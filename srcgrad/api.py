@@ -333,11 +333,13 @@ class CompiledFunction:
             if jit is not None:  # (numba checks no shape: a wrong one writes past an array)
                 opt.check_types()
         elif spec is not None:  # (shapes known: elementwise work on large arrays in blocks)
-            from .fusion import block_regions
+            from .fusion import block_regions, placeable, shifted_sums
 
             if batch_step_products(opt.eqns):  # (the loops' initial sums: dead code)
                 opt = optimize(opt, named=b.named)
 
+            # (cotangents placed in shifted slices of a large array: summed a block at a time)
+            opt.eqns = shifted_sums(opt.eqns, opt.outputs, placeable)
             opt.eqns = block_regions(opt.eqns, opt.outputs)
             checked(opt, "blocking")
         returns = opt.outputs[0]

@@ -36,7 +36,7 @@ from runtime.ops import shapes as _shapes
 from runtime.ops.lists import LIST_APPEND, LIST_GET
 
 from .fresh import fresh_returns
-from .fusion import FUSED, jit_dtype, loop_shape
+from .fusion import FUSED, block_rows, jit_dtype, loop_shape
 from .ir import (COND, FOR, NEWSTACK, POP, PUSH, PYTHON, WHILE, Eqn, Graph, Var,
                  checked, iter_vars)
 from .staging import INT_VALUED, MAKE_SLICE, PACK
@@ -222,6 +222,10 @@ class _Module:
         self.reductions: list = []  # jit: (reduction equation, its loop function's name)
         self.products: list = []  # jit: (small matmul equation, its loop function's name)
         self.loop_types: dict = {}  # jit: loop function -> (ndim, dtype) of its parameters
+        # a numpy variant's sums of shifted slices: (equation, [(FunctionCode, namer,
+        # inputs)] of its terms' functions)
+        self.term_functions: list = []
+        self.placed_names: dict = {}  # id(sum) -> its terms' function names
 
     def g(self, name: str) -> str:
         """The name under which the code reads module-level or builtin `name`."""
@@ -245,6 +249,48 @@ class _Module:
             self.names.used.add(name + "_cuda")
             self.region_names[base] = name
         return self.region_names[base]
+
+    def term_names(self, e) -> list:
+        """The module-level names of the functions of a numpy variant's sum of shifted
+        slices (`_fused_1_0`: its first term's), None for a term that is an operand."""
+        if id(e) not in self.placed_names:
+            region = e.params["region"]
+            defined = {o.id for q in region.eqns for o in q.outs}
+            base = self.region_name(e)
+            self.placed_names[id(e)] = [self.bind(f"{base}_{k}") if v.id in defined else None
+                                        for k, v in enumerate(region.outs)]
+        return self.placed_names[id(e)]
+
+    def term_calls(self, e, ins) -> list:
+        """Per term of sum `e`: (its function's name or None, [(operand, its source at the
+        call)]); the functions are written with the module (`_emit_regions`)."""
+        region = e.params["region"]
+        src = {v.id: n for v, n in zip(e.ins, ins)}
+        calls, fcs = [], []
+        for v, name in zip(region.outs, self.term_names(e)):
+            if name is None:  # (the term is an operand of the sum as it is)
+                calls.append((None, [(v, src[v.id])]))
+                continue
+            cone = _cone(region, v)
+            made = {o.id for q in cone for o in q.outs}
+            args = {a.id: a for q in cone for a in q.var_ins() if a.id not in made}
+            operands = [a for a in e.ins if a.id in args]
+            params = [src[a.id] for a in operands]
+            sub = _Namer(self.local_reserved | set(params))
+            sub.names = {a.id: p for a, p in zip(operands, params)}
+            self.namers.append(sub)
+            fc = FunctionCode(name, ", ".join(params), cone, v,
+                              {o.id for q in cone for o in q.outs}, free_after_forward=True)
+            fc.floats = {a.id for a in operands
+                         if loop_shape(a) and (jit_dtype(a) or "").startswith("float")}
+            fc.prefer = {}
+            where = f" of {e.loc.short()}" if e.loc is not None else ""
+            fc.docstring = f"Term {len(calls)} of a sum of shifted slices{where}, on rows of " \
+                "its operands."
+            fcs.append((fc, sub, operands))
+            calls.append((name, [(a, src[a.id]) for a in operands]))
+        self.term_functions.append((e, fcs))
+        return calls
 
     def module(self, modname: str, hint: str) -> str:
         """The module-level name of module `modname` (imported by the generated module)."""
@@ -840,6 +886,9 @@ class _BlockCtx:
         if e.params.get("rows") is not None:
             self._blocked(e, ind, lines)
             return
+        if e.params.get("places") is not None and em.mod.jit is None:
+            self._placed(e, ind, lines)
+            return
         names = ", ".join(self.name(v) for v in e.outs)
         args = ", ".join(em.src(a) for a in e.ins)
         jit = em.mod.jit
@@ -887,6 +936,78 @@ class _BlockCtx:
             lines.append(f"{ind}del {', '.join(m for _, m in renamed)}")
         em.mod.regions.append((e, ins))
         em.mod.region_outs[id(e)] = outs
+
+    def _placed(self, e, ind, lines):
+        """A numpy variant's sum of terms placed in shifted slices (fusion.shifted_sums):
+        its result allocated whole, then each piece of it (fusion.segments) written a
+        block of rows at a time as the sum of the terms that cover it, each term's
+        function (`_emit_placed_terms`) called on its inputs' rows at the term's offset."""
+        from .fusion import segments
+
+        em = self.em
+        np_ = em.mod.g("np")
+        out = e.outs[0]
+        shape = loop_shape(out)
+        ins = [em.src(a) for a in e.ins]
+        name = self.name(out)
+        made = self.namer.fresh(out.hint, False) if name in ins else name
+        lines.append(f"{ind}{made} = " + (getattr(em, "scratch", {}).get(out.id) or
+                                          f"{np_}.empty({shape!r}, "
+                                          f"{em.mod.dtype_src(jit_dtype(out))})"))
+        places = e.params["places"]
+        calls = em.mod.term_calls(e, ins)
+        at, stop = self.namer.fresh("at", True), self.namer.fresh("stop", True)
+        for lo, hi, terms in segments(places, shape):
+            rows = block_rows(tuple(b - a for a, b in zip(lo, hi)))
+            looped = hi[0] - lo[0] > rows
+            first = (at, stop) if looped else (str(lo[0]), str(hi[0]))
+
+            def cut(a, k, axis):
+                """Term k's operand `a`'s index along `axis` of the result (or None)."""
+                s = loop_shape(a)
+                j = axis - (len(shape) - len(s))
+                if j < 0:
+                    return None
+                ext = places[k][1][axis] - places[k][0][axis]
+                if s[j] == 1 and ext != 1:
+                    return ":"
+                off = places[k][0][axis]
+                a0, b0 = first if axis == 0 else (str(lo[axis]), str(hi[axis]))
+                return f"{_minus(a0, off)}:{_minus(b0, off)}"
+
+            def operand(a, src, k):
+                s = loop_shape(a)
+                if not s:
+                    return src
+                parts = [cut(a, k, axis) for axis in range(len(shape))]
+                return f"{src}[{', '.join(p for p in parts if p is not None)}]"
+
+            values = []
+            for k in terms:
+                fn, args = calls[k]
+                sliced = [operand(a, src, k) for a, src in args]
+                values.append(f"{fn}({', '.join(sliced)})" if fn else sliced[0])
+            dest = ", ".join([f"{first[0]}:{first[1]}"] +
+                             [f"{a}:{b}" for a, b in zip(lo[1:], hi[1:])])
+            covered = ", ".join(f"{a}:{b}" for a, b in zip(lo, hi))
+            lines.append(f"{ind}# {made}[{covered}]: " + (
+                f"{len(terms)} term{'s' * (len(terms) > 1)}" if terms else "no term: zeros"))
+            inner = ind
+            if looped:
+                what = "elements" if len(shape) == 1 else "rows" if rows > 1 else "row"
+                lines.append(f"{ind}for {at} in range({lo[0]}, {hi[0]}, {rows}):  "
+                             f"# {rows} {what} at a time")
+                inner = ind + "    "
+                lines.append(f"{inner}{stop} = min({at} + {rows}, {hi[0]})")
+            if len(values) < 2:
+                lines.append(f"{inner}{made}[{dest}] = {values[0] if values else '0'}")
+                continue
+            # (the first two added into the result's rows, the others added to them)
+            lines.append(f"{inner}{np_}.add({values[0]}, {values[1]}, out={made}[{dest}])")
+            lines.extend(f"{inner}{made}[{dest}] += {v}" for v in values[2:])
+        if made != name:
+            lines.append(f"{ind}{name} = {made}")
+            lines.append(f"{ind}del {made}")
 
     def list_append(self, e, ind, lines):
         lst, o = e.ins[0], e.outs[0]
@@ -1332,10 +1453,23 @@ def _is_fwd(v, eqns) -> bool:
     return False
 
 
+def _minus(text: str, k: int) -> str:
+    """The source of `text - k` (`text` an int's source)."""
+    try:
+        return str(int(text) - k)
+    except ValueError:
+        return f"{text} - {k}" if k else text
+
+
 def _emit_regions(mod: _Module, body: list):
-    """Module-level code of fused regions: a numpy reference and a CUDA kernel spec each."""
+    """Module-level code of fused regions: a numpy reference and a CUDA kernel spec each
+    (a numpy variant's sum of shifted slices: a function per term)."""
     from .fusion import cuda_expr, cuda_type
 
+    for e, fcs in mod.term_functions:
+        for fc, sub, ins in fcs:
+            body += ["", ""]
+            _emit_function(fc, sub, _Emitter(sub, mod), ins, "", body, fc.name)
     for e, params in mod.regions:
         region = e.params["region"]
         name = mod.region_name(e)
@@ -2061,6 +2195,8 @@ def _emit_planned(fc, inputs, header, ops, clashes, jit=None):
             mod.holder(v.const_value.scope)
         for e in _fused(f.eqns):
             mod.region_name(e)
+            if e.params.get("places") is not None and jit is None:
+                mod.term_names(e)
         for e in _verbatim(f.eqns):
             for name, how in e.params["code"].fixed.items():
                 if how[0] == "module":

@@ -257,7 +257,7 @@ def block_regions(eqns: list, outputs) -> list:
 
     def mark(es):
         for e in es:
-            if e.prim is FUSED:
+            if e.prim is FUSED and e.params.get("places") is None:
                 e.params["rows"] = block_rows(loop_shape(e.outs[0]))
             for b in e.blocks():
                 mark(b.eqns)
@@ -350,6 +350,15 @@ def _reads(eqns, outputs) -> dict:
     return count
 
 
+def placeable(e, run) -> bool:
+    """Whether a numpy variant's sum of shifted slices may compute equation `e` in a term
+    (or end the sum: `_sum_of_places` asks of its last add too): its values' shapes and
+    dtypes known, its result of `BLOCKED_MIN` elements or more."""
+    return all(loop_shape(v) is not None and jit_dtype(v) is not None
+               for v in list(e.outs) + e.var_ins()) and \
+        int(numpy.prod(loop_shape(e.outs[0]))) >= BLOCKED_MIN
+
+
 def shifted_sums(eqns: list, outputs, accept, counter=None) -> list:
     """Sums of scatter_adds into slices of one array (see above) as one fused loop each:
     a `fused` equation whose result has the sum's shape, its region making the terms and
@@ -388,7 +397,8 @@ def _sum_of_places(root, eqns, made, reads, accept, gone):
 
     out = root.outs[0]
     shape, dtype = loop_shape(out), jit_dtype(out)
-    if not shape or dtype is None or out.kind != "array" or 0 in shape:
+    if not shape or dtype is None or out.kind != "array" or 0 in shape or \
+            not accept(root, []):
         return None
     terms, used = [], []  # [(value, place)], the equations of the sum
 

@@ -15,15 +15,17 @@ import contextlib
 import numpy as np
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import srcgrad
 from srcgrad import fusion
-from compiler_helpers import check_specialized, finite_differences
+from compiler_helpers import check_specialized, finite_differences, tape_grads
 from programs import programs
 
 import blocked_user as U
 import test_corpus as C
 import test_property as P
+from stencil_programs import load, stencils
 
 
 @pytest.fixture
@@ -81,6 +83,49 @@ def test_blocked_variants_give_the_gradient(tiny_blocks, name, fn, wrt, make):
     fd_check(fn, args, wrt, got if isinstance(got, tuple) else (got,))
     again = make()  # new values, same shapes: the same variant
     assert_same(g(*again), srcgrad.grad(fn, wrt=wrt, specialize=False, cache=False)(*again))
+
+
+STENCILS = [
+    ("rosenbrock", U.rosenbrock, lambda: (RNG.uniform(-1.5, 1.5, 19),)),
+    ("total_variation", U.total_variation, lambda: (RNG.normal(size=(7, 6)),)),
+    ("smoothness", U.smoothness, lambda: (RNG.normal(size=23),)),
+]
+
+
+@pytest.mark.parametrize("name,fn,make", STENCILS, ids=[p[0] for p in STENCILS])
+def test_sums_of_shifted_slices_in_blocks(tiny_blocks, name, fn, make):
+    """The cotangents of neighbouring elements' slices are summed into the gradient a block
+    of rows at a time, each term computed at its offset (no zeros, scatter, add)."""
+    args = make()
+    g = srcgrad.grad(fn, cache=False)
+    src, got = variant(g, *args)
+    assert "a sum of shifted slices" in src and "scatter_add(" not in src, src
+    assert_same(got, srcgrad.grad(fn, specialize=False, cache=False)(*args), name)
+    fd_check(fn, args, (0,), (got,))
+    again = make()
+    assert_same(g(*again), srcgrad.grad(fn, specialize=False, cache=False)(*again))
+
+
+@settings(max_examples=max(20, settings.default.max_examples // 10))
+@given(stencils(), st.integers(0, 2**32 - 1))
+def test_random_stencils_in_blocks(program_dir, program, seed):
+    """Random stencils (tests/compiler/stencil_programs.py) in blocks of one or two rows,
+    against the tape and the polymorphic code."""
+    source, shape = program
+    fn = load(source, program_dir)
+    x = np.random.default_rng(seed).uniform(-1.0, 1.0, shape)
+    saved = fusion.BLOCKED_MIN, fusion.BLOCK
+    fusion.BLOCKED_MIN, fusion.BLOCK = 2, 2
+    try:
+        g = srcgrad.grad(fn, cache=False)
+        got = [g(x) for _ in range(3)][-1]
+        assert "Specialized to" in g.specialized_source(x)
+    finally:
+        fusion.BLOCKED_MIN, fusion.BLOCK = saved
+    (tape,) = tape_grads(fn, (x,), [0])
+    np.testing.assert_allclose(got, tape, rtol=1e-9, atol=1e-9 * (1 + np.abs(tape).max()),
+                               err_msg=source)
+    assert_same(got, srcgrad.grad(fn, specialize=False, cache=False)(x), source)
 
 
 def test_float32_and_a_short_last_block(monkeypatch):

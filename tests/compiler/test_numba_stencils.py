@@ -9,9 +9,6 @@ Skipped where numba is not installed.
 """
 from __future__ import annotations
 
-import importlib.util
-import itertools
-import os
 import sys
 import warnings
 
@@ -28,6 +25,7 @@ from srcgrad.fusion import segments
 numba = pytest.importorskip("numba")
 
 import numba_user as U  # noqa: E402
+from stencil_programs import load, stencils  # noqa: E402
 
 PLACED = "placed in slices of it"
 
@@ -106,49 +104,6 @@ def test_the_pieces_cover_every_element_once():
 
 # ---- random stencils ------------------------------------------------------------------------
 
-TERMS = ["u * v", "(u - v) ** 2", "np.sin(u) * v", "np.exp(0.3 * u) - v * v",
-         "np.sqrt(u * u + v * v + 1.0)", "w * u * np.cos(v)", "np.tanh(u - w * v)"]
-
-
-def _cut(o: int, m: int) -> str:
-    """The slice of an axis that drops `o` elements at its start and `m - o` at its end."""
-    return f"{o or ''}:{o - m if o < m else ''}"
-
-
-@st.composite
-def stencils(draw):
-    """(source, shape): a loss of sums of elementwise terms of two shifted slices of x."""
-    ndim = draw(st.integers(1, 2), label="ndim")
-    shape = tuple(draw(st.lists(st.integers(3, 7), min_size=ndim, max_size=ndim),
-                       label="shape"))
-    lines = ["import numpy as np", "", "", "def stencil(x, w=0.7):"]
-    total = []
-    for t in range(draw(st.integers(1, 4), label="terms")):
-        m = [draw(st.integers(0, 2), label="narrower by") for _ in shape]
-        cuts = []
-        for _ in range(2):
-            parts = [_cut(draw(st.integers(0, mk), label="offset"), mk) for mk in m]
-            cuts.append("x" if all(p == ":" for p in parts) else f"x[{', '.join(parts)}]")
-        lines.append(f"    u, v = {cuts[0]}, {cuts[1]}")
-        lines.append(f"    t{t} = {draw(st.sampled_from(TERMS), label='term')}")
-        total.append(f"np.sum(t{t})")
-    lines.append(f"    return {' + '.join(total)}")
-    return "\n".join(lines) + "\n", shape
-
-
-_count = itertools.count()
-
-
-def _load(source, directory):
-    path = os.path.join(str(directory), f"stencil_{os.getpid()}_{next(_count)}.py")
-    with open(path, "w") as f:
-        f.write(source)
-    spec = importlib.util.spec_from_file_location(os.path.basename(path)[:-3], path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.stencil
-
-
 # numba compiles each program for a second or more: few by default, more in the deep profile
 _N = 12 if settings.default.max_examples < 1000 else 150
 
@@ -162,7 +117,7 @@ def stencil_dir(tmp_path_factory):
 @given(stencils(), st.booleans(), st.integers(0, 2**32 - 1))
 def test_random_stencils(stencil_dir, program, large, seed):
     source, shape = program
-    fn = _load(source, stencil_dir)
+    fn = load(source, stencil_dir)
     x = np.random.default_rng(seed).uniform(-1.0, 1.0, shape)
     old = jit.LARGE
     jit.LARGE = 1 if large else old  # the loops-only form, at a small size
