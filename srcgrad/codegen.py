@@ -1762,6 +1762,18 @@ def _out_results(fc) -> "list | None":
     return found if walk(fc.returns) and found else None
 
 
+def _loop_names(mod: _Module, params, ndim: int):
+    """(namer, emitter, index names) of a loop function of `ndim` nested loops whose
+    parameters are `params`."""
+    sub = _Namer(mod.local_reserved | set(params))
+    mod.namers.append(sub)
+    em = _Emitter(sub, mod)
+    em.maybe_py = set()
+    idx = [sub.fresh(n, True) for n in "ijkl"[:ndim]] if ndim <= 4 else \
+        [sub.fresh("i", False) for _ in range(ndim)]
+    return sub, em, idx
+
+
 def _emit_loops(mod: _Module, body: list):
     """The numba backend's fused regions: each a function of explicit loops over the
     region's (known) broadcast shape, one pass over memory; every value of the region is
@@ -1776,12 +1788,7 @@ def _emit_loops(mod: _Module, body: list):
         values = list(e.ins) + [o for q in region.eqns for o in q.outs]
         shape = tuple(numpy.broadcast_shapes(*(loop_shape(v) for v in values)))
         size = int(numpy.prod(shape))
-        sub = _Namer(mod.local_reserved | set(params))
-        mod.namers.append(sub)
-        em = _Emitter(sub, mod)
-        em.maybe_py = set()
-        idx = [sub.fresh(n, True) for n in "ijkl"[:len(shape)]] if len(shape) <= 4 else \
-            [sub.fresh("i", False) for _ in shape]
+        sub, em, idx = _loop_names(mod, params, len(shape))
 
         def at(v, arr):
             s = loop_shape(v)
@@ -1858,12 +1865,7 @@ def _emit_placed(mod: _Module, e, params, body: list):
     region, out = e.params["region"], e.outs[0]
     name = mod.region_name(e)
     shape = loop_shape(out)
-    sub = _Namer(mod.local_reserved | set(params))
-    mod.namers.append(sub)
-    em = _Emitter(sub, mod)
-    em.maybe_py = set()
-    idx = [sub.fresh(n, True) for n in "ijkl"[:len(shape)]] if len(shape) <= 4 else \
-        [sub.fresh("i", False) for _ in shape]
+    sub, em, idx = _loop_names(mod, params, len(shape))
     np_ = mod.g("np")
     given = mod.jit.python_body  # the result comes allocated
     arr = sub.fresh(out.hint, True)

@@ -53,13 +53,6 @@ def energy_and_field(x):
     return np.sum(u * np.cos(3.0 * x)), u
 
 
-def total_variation(img, eps=1e-6):
-    """Neighbours along both axes: the gradient sums shifted slices."""
-    dx = img[1:, :-1] - img[:-1, :-1]
-    dy = img[:-1, 1:] - img[:-1, :-1]
-    return np.sum(np.sqrt(dx ** 2 + dy ** 2 + eps))
-
-
 def smoothness(x, lam=0.5):
     curvature = x[2:] - 2.0 * x[1:-1] + x[:-2]
     return lam * np.sum(curvature ** 2) + np.sum(np.diff(x) ** 2) + np.sum(x * x)

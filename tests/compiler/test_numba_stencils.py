@@ -10,7 +10,6 @@ Skipped where numba is not installed.
 from __future__ import annotations
 
 import sys
-import warnings
 
 import numpy as np
 import pytest
@@ -26,18 +25,9 @@ numba = pytest.importorskip("numba")
 
 import numba_user as U  # noqa: E402
 from stencil_programs import load, stencils  # noqa: E402
+from test_numba import compiled_without_warning  # noqa: E402
 
 PLACED = "placed in slices of it"
-
-
-def _compiled(g, *args):
-    """g(*args) and the variant's source, asserting numba compiled it (no fallback)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", RuntimeWarning)
-        out = g(*args)
-    src = g.specialized_source(*args)
-    assert "by numba (nopython mode)" in src
-    return out, src
 
 
 def _check(fn, wrt, args, got):
@@ -74,7 +64,7 @@ def test_cotangents_of_shifted_slices_are_one_loop(k, large):
     zeros, no scatter, no add), and the gradient is the tape's."""
     n = jit.LARGE + 3 if large else 12
     name, fn, wrt, args = _programs(n)[k]
-    got, src = _compiled(srcgrad.grad(fn, wrt=wrt, backend="numba"), *args)
+    got, src = compiled_without_warning(srcgrad.grad(fn, wrt=wrt, backend="numba"), *args)
     assert PLACED in src and "scatter_add(" not in src, name
     assert ("loops compiled by numba" in src) == large
     _check(fn, wrt, args, got)
@@ -82,7 +72,7 @@ def test_cotangents_of_shifted_slices_are_one_loop(k, large):
 
 def test_large_pieces_run_in_parallel_threads():
     x = np.linspace(-1.2, 1.3, 300_001)
-    got, src = _compiled(srcgrad.grad(U.rosenbrock, backend="numba"), x)
+    got, src = compiled_without_warning(srcgrad.grad(U.rosenbrock, backend="numba"), x)
     # the middle piece, where both terms are summed, in threads; the ends one element each
     assert "for i in prange(299999):" in src and src.count("for i in range(1):") == 2
     _check(U.rosenbrock, 0, (x,), got)
@@ -122,7 +112,7 @@ def test_random_stencils(stencil_dir, program, large, seed):
     old = jit.LARGE
     jit.LARGE = 1 if large else old  # the loops-only form, at a small size
     try:
-        got, src = _compiled(srcgrad.grad(fn, backend="numba"), x)
+        got, src = compiled_without_warning(srcgrad.grad(fn, backend="numba"), x)
     finally:
         jit.LARGE = old
     try:
