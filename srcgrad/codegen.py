@@ -451,6 +451,20 @@ def _render_structure(obj, leaf) -> str:
     return leaf(obj)
 
 
+def _render_paths(obj, base: str) -> str:
+    """Structure `obj` rebuilt from `base`, a value of its shape (`base[0][1]`...), a 0-d
+    leaf as its item (`base[0][()]`)."""
+    if isinstance(obj, (tuple, list)):
+        inner = [_render_paths(o, f"{base}[{k}]") for k, o in enumerate(obj)]
+        if isinstance(obj, list):
+            return "[" + ", ".join(inner) + "]"
+        return f"({inner[0]},)" if len(inner) == 1 else f"({', '.join(inner)})"
+    if isinstance(obj, dict):
+        return "{" + ", ".join(f"{literal(k)}: {_render_paths(v, f'{base}[{literal(k)}]')}"
+                               for k, v in obj.items()) + "}"
+    return _item(base, obj) if isinstance(obj, Var) and obj.kind == "array" else base
+
+
 def _render_return(em: _Emitter, obj) -> str:
     def leaf(v):
         if isinstance(v, FunctionCode):  # a closure this function returns
@@ -657,6 +671,8 @@ def _maybe_numbers(e, maybe, pushed) -> list:
         return [e.outs[0].id]
     if op is _shapes.to_float:  # float(x), math.sqrt(x): a Python float
         return [e.outs[0].id]
+    if op is _shapes.cast_into and any(maybe(a) for a in e.ins):  # (`s += 1.0` of a
+        return [e.outs[0].id]                                      # number rebinds s)
     if op.custom or op is PYTHON or op is LIST_GET:
         # a user's op returns what it likes, a list may hold numbers
         return [o.id for o in e.outs]
@@ -1680,11 +1696,20 @@ def _emit_jit_entry(fc, namer, mod: _Module, inputs, lines):
     other_layout = [f"    except ({mod.g('TypeError')}, {mod.g('NotImplementedError')}):  "
                     "# another memory layout, or a reshape numba cannot do",
                     f"        return {mod.general()}({_spec_args(fc, namer)})"]
-    if results is None:
+    if results is None and not any(isinstance(v, Var) and loop_shape(v) == ()
+                                   for v in iter_vars(fc.returns)):
         lines.append("    try:")
         lines.append(f"        return {fc.compiled_name}({', '.join(names)})  "
                      "# compiled by numba")
         lines.extend(other_layout)
+    elif results is None:  # (a 0-d result, which the compiled function returns as a 0-d
+        # array: a numpy scalar, `out[()]`, as numpy's reductions give it)
+        got = namer.fresh("out", True)
+        lines.append("    try:")
+        lines.append(f"        {got} = {fc.compiled_name}({', '.join(names)})  "
+                     "# compiled by numba")
+        lines.extend(other_layout)
+        lines.append(f"    return {_render_paths(fc.returns, got)}")
     else:
         # numpy allocates the results and the compiled function writes them: numba would
         # box each array it returns (a few hundred ns apiece)

@@ -153,10 +153,11 @@ def _teach(numba) -> None:
     def _to_float(x):
         # float(x), math.sqrt(x) of a number or a 0-d array (numpy refuses larger ones:
         # untyped here, the numpy code runs and raises)
+        # (in float64, a Python float: numba's float() keeps a float32 a float32)
         if isinstance(x, (types.Float, types.Integer)):
-            return lambda x: float(x)
+            return lambda x: numpy.float64(x)
         if isinstance(x, types.Array) and x.ndim == 0:
-            return lambda x: float(x[()])
+            return lambda x: numpy.float64(x[()])
         return None
 
     @overload(helpers.list_pos)

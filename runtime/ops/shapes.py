@@ -443,7 +443,7 @@ def vjp_to_float(g, out, x):
     return g
 
 
-to_float = defop("to_float", _to_float, vjp_to_float, view=True, reads_inputs=False, spell=call("to_float"),
+to_float = defop("to_float", _to_float, vjp_to_float, reads_inputs=False, spell=call("to_float"),
                  doc="Python's float() of a 0-d array (what math.exp(x) and float(x) do)")
 zeros_like = defop("zeros_like", _zeros_like, differentiable=False, creator=True,
                    spell=call("np.zeros_like"), dtype="same", shape_like=0)

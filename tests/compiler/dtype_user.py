@@ -134,3 +134,11 @@ def scaled_by_math(x, lam=0.25):
     # math.sqrt and float() give Python floats: weak, the array's dtype stays
     s = float(np.sum(x * x))
     return np.sum(x * math.sqrt(lam) + x * s), x * math.log(lam)
+
+
+def updated_python_floats(x):
+    s = float(x[0])
+    s += 1.0
+    t = math.sin(x[1])
+    t += x[2]
+    return s * x[1] + t * t

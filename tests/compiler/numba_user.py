@@ -161,3 +161,8 @@ def penalized(x, lam=0.5):
 def normalized_energy(x, lam=0.25):
     s = float(np.sum(x * x))
     return np.sum(x * math.sqrt(lam)) + s * math.log1p(lam)
+
+
+def exp_of_an_element(x):
+    s = math.exp(x[1])  # a Python float (float64) in numpy, of any x's dtype
+    return s + 0.0, s

@@ -182,3 +182,15 @@ def test_math_functions_and_float_give_python_floats(dtype, specialize):
     fd = finite_differences(lambda v: U.scaled_by_math(v)[0], (x.astype(np.float64),), 0)
     np.testing.assert_allclose(grad, fd, rtol=2e-2 if dtype == np.float16 else 1e-4,
                                atol=5e-2 if dtype == np.float16 else 1e-5)
+
+
+@pytest.mark.parametrize("specialize", [False, True], ids=["polymorphic", "specialized"])
+def test_a_python_float_updated_in_place_rebinds_its_name(specialize):
+    """`s = float(x[0]); s += 1.0` (and of math.sin) rebinds s to a new float: no view of x
+    to refuse, no array to read a shape from."""
+    x = np.array([0.5, 2.0, -0.7])
+    g = srcgrad.grad(U.updated_python_floats, cache=False, specialize=specialize)
+    for _ in range(4):
+        got = g(x)
+    fd = finite_differences(U.updated_python_floats, (x,), 0)
+    np.testing.assert_allclose(got, fd, rtol=1e-6, atol=1e-8)

@@ -617,6 +617,17 @@ def test_values_and_aux_come_back_as_numpy_gives_them():
         assert type(value) is np.float64 == type(U.rosenbrock(x))
     # the large form too, where work on numbers alone (here with a float argument) stays
     # numpy's, not a loop over no axes making a 0-d array
+    # the function compiled whole, a result of unknown shape beside it (a loop's)
+    g = srcgrad.value_and_grad(U.heat_steps, backend="numba")
+    for _ in range(3):
+        value, _ = compiled_without_warning(g, x, 0.1)[0]
+        assert type(value) is np.float64 == type(U.heat_steps(x, 0.1))
+    # float(x), math.exp(x) of float32 values: float64, as Python computes them
+    x32 = x.astype(np.float32)
+    g = srcgrad.value_and_grad(U.exp_of_an_element, has_aux=True, backend="numba")
+    for _ in range(3):
+        (value, s), _ = compiled_without_warning(g, x32)[0]
+        assert value == s == U.exp_of_an_element(x32)[1]
     big = np.linspace(-1.0, 1.0, jit.LARGE + 1)
     g = srcgrad.value_and_grad(U.penalized, backend="numba")
     for _ in range(3):
