@@ -1494,6 +1494,11 @@ class Lowerer:
         if isinstance(node.op, ast.USub):
             return ops.negative(v) if has_var(v) else -v
         if isinstance(node.op, ast.UAdd):
+            # +a of an array is a new array (a write into it leaves a alone); of a number,
+            # the number (float(), math.*: Python floats, which a copy would make arrays)
+            made = self.b.made_by.get(v.id) if isinstance(v, Var) else None
+            if isinstance(made, Primitive) and v.kind == "array" and made is not ops.to_float:
+                return ops.copy(v)
             return v
         if isinstance(node.op, ast.Not):
             return ops.logical_not(v) if has_var(v) else not v

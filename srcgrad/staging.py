@@ -135,6 +135,8 @@ class Builder:
             return "a value of unknown origin (a loop or branch result)"
         if getattr(made, "view", False):  # declared by the op (runtime.ops.core.Primitive)
             return f"the array it is a view of ({made.name})"
+        if getattr(made, "custom", False):  # (whatever it declares: `return z[::1]`)
+            return f"what it was given ({made.name} is a user's op, which may return a view)"
         return None
 
     def may_view(self, w, x) -> bool:
@@ -157,7 +159,9 @@ class Builder:
             # of unknown origin: anything but an array made after it (a loop's carry is no
             # view of an array the iteration makes anew: `lap = np.zeros(n)` in the body)
             made = self.made_by.get(x.id) if isinstance(x, Var) else None
-            return not (isinstance(made, Primitive) and not made.view and x.id > w.id)
+            # (a user's op may return a view of what it is given, whatever it declares)
+            return not (isinstance(made, Primitive) and not made.view and not made.custom and
+                        x.id > w.id)
 
     def push_block(self):
         self._outer = getattr(self, "_outer", [])
