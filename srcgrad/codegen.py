@@ -1323,7 +1323,7 @@ class _BlockCtx:
                 rng = f"{em.mod.g('range')}({a}, {b}, {c})"
             if e.params.get("reverse") and _compiled_body(em.mod) and c == "1":
                 # (numba has no reversed())
-                rng = f"{em.mod.g('range')}({_minus1(b)}, {_minus1(a)}, -1)"
+                rng = f"{em.mod.g('range')}({_minus(b, 1)}, {_minus(a, 1)}, -1)"
             elif e.params.get("reverse"):
                 rng = f"{em.mod.g('reversed')}({rng})"
             lines.append(f"{ind}for {self.name(idx, exact=True)} in {rng}:")
@@ -1467,14 +1467,6 @@ def _is_fwd(v, eqns) -> bool:
         if any(o is v for o in e.outs):
             return e.phase == "fwd"
     return False
-
-
-def _minus(text: str, k: int) -> str:
-    """The source of `text - k` (`text` an int's source)."""
-    try:
-        return str(int(text) - k)
-    except ValueError:
-        return f"{text} - {k}" if k else text
 
 
 def _emit_regions(mod: _Module, body: list):
@@ -1974,12 +1966,14 @@ def _compiled_body(mod: _Module) -> bool:
     return mod.jit is not None and not mod.jit.python_body
 
 
-def _minus1(text: str) -> str:
-    """The source of `text - 1` (`text` an int's source)."""
+def _minus(text: str, k: int) -> str:
+    """The source of `text - k` (`text` an int's source)."""
     try:
-        return str(int(text) - 1)
+        return str(int(text) - k)
     except ValueError:
-        return f"({text}) - 1" if not text.isidentifier() else f"{text} - 1"
+        if not k:
+            return text
+        return f"({text}) - {k}" if not text.isidentifier() else f"{text} - {k}"
 
 
 def _jit_scatter(e) -> bool:
