@@ -27,7 +27,7 @@ from runtime.ops.core import Primitive, literal
 from .errors import SrcgradError
 
 __all__ = ["Var", "Eqn", "Graph", "Block", "Loc", "IRError", "free_vars", "iter_vars",
-           "unsound_uses", "referenced", "subst", "has_var", "located_error",
+           "unsound_uses", "referenced", "subst", "has_var", "located_error", "block_binders",
            "StaticValueNeeded", "current_builder", "set_builder", "SCALAR",
            "COND", "FOR", "WHILE", "NEWSTACK", "PUSH", "POP", "PYTHON"]
 
@@ -356,7 +356,7 @@ def free_vars(e: "Eqn") -> list:
                     seen.setdefault(v.id, v)
             blocks = q.blocks()
             if blocks:  # (a copy of `bound` per equation would be quadratic)
-                inner = bound | {x.id for x in _block_binders(q)}
+                inner = bound | {x.id for x in block_binders(q)}
                 for b in blocks:
                     walk(b, inner)
             bound.update(o.id for o in q.outs)
@@ -364,7 +364,7 @@ def free_vars(e: "Eqn") -> list:
             if isinstance(v, Var) and v.id not in bound and v.const_name is None:
                 seen.setdefault(v.id, v)
 
-    binders = {x.id for x in _block_binders(e)}
+    binders = {x.id for x in block_binders(e)}
     for b in e.blocks():
         walk(b, binders)
     return list(seen.values())
@@ -629,7 +629,7 @@ def _has_var_param(params) -> bool:
     return any(has_var(v) for v in params.values())
 
 
-def _block_binders(e: Eqn) -> list:
+def block_binders(e: Eqn) -> list:
     out = []
     for v in e.params.values():
         if isinstance(v, Var):
@@ -646,7 +646,7 @@ def _check_eqns(eqns, defined: set, everywhere: set):
             if isinstance(v, Var) and v.id not in defined and v.const_name is None:
                 raise IRError(f"{v!r} used before definition in: {e.lines()[0]}")
         for b in e.blocks():
-            inner = set(defined) | {v.id for v in _block_binders(e)}
+            inner = set(defined) | {v.id for v in block_binders(e)}
             _check_eqns(b.eqns, inner, everywhere)
             for v in b.outs:
                 if isinstance(v, Var) and v.id not in inner and v.const_name is None:

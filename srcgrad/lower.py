@@ -564,6 +564,20 @@ class Lowerer:
             if isinstance(value, Var) and isinstance(result, Var):  # (the result itself, or
                 self.b.made_by[value.id] = self.b.made_by.get(result.id)  # a new array)
             self.update_in_place(name, cur, value, node)
+        elif isinstance(cur, numpy.ndarray):  # an array srcgrad folded is changed in place
+            text = ast.unparse(node).split("=", 1)[0].strip() + "="  # as numpy's is
+            why = "an array read from outside the function" \
+                if self.b.reads.path_of(cur) is not None else \
+                "an item of a list, tuple or dict" if any(
+                    _contains(v, cur) for lw in self.scopes() for v in lw.env.values()
+                    if isinstance(v, (tuple, list, dict))) else None
+            if why is not None:
+                raise self.error(f"`{text}` updates the array in place, and here `{name}` "
+                                 f"may share its memory with {why}, which numpy would "
+                                 f"change too; write `{name} = {name} "
+                                 f"{_OPSYM.get(type(node.op), '+')} ...` to make a new array",
+                                 node, UnsupportedSyntaxError)
+            self.rebind_changed(cur, ops.cast_into(value, cur), name, f"`{text} ...`", node)
         else:  # Python numbers and numpy scalars are immutable: `+=` rebinds the name
             self.assign(node.target, value)
 
@@ -738,13 +752,22 @@ class Lowerer:
         if isinstance(new, Var):
             new.hint = name
             self.b.named.add(new.id)
+        self.rebind_changed(root, new, name, f"`{text} = ...`", node)
+
+    def rebind_changed(self, root, new, name, text, node, views=True):
+        """After `text` changed array `root` (bound to `name`) in place, making `new`:
+        every name bound to root is bound to `new`; with `views`, a name bound to what
+        may be a view of root (or an array root is a view of) becomes unreadable, since
+        numpy would show the change through it. With `new` None, what root became is
+        unknown: a name bound to root becomes unreadable too."""
         line = getattr(node, "lineno", None)
         for lw in self.scopes():
             for n, v in list(lw.env.items()):
-                if v is root:
+                if v is root and new is not None:
                     lw.env[n] = new
-                elif isinstance(v, (Var, numpy.ndarray)) and self.b.may_view(v, root):
-                    lw.env[n] = _Stale(n, f"may be a view of `{name}`, which `{text} = ...` "
+                elif views and isinstance(v, (Var, numpy.ndarray)) and \
+                        self.b.may_view(v, root):
+                    lw.env[n] = _Stale(n, f"may be a view of `{name}`, which {text} "
                                        f"changed (line {line}): numpy would show the change "
                                        f"through `{n}`, srcgrad cannot; take a copy "
                                        f"(`{n} = ....copy()`) or read `{name}` again")
@@ -1099,7 +1122,9 @@ class Lowerer:
     def _loop_state(self, node, returns):
         """The names a loop carries from one iteration to the next, with their values
         before it: ([(name, value)], flat list of the values' parts)."""
-        names = [n for n in _assigned(node.body) + _grown_lists(node.body) +
+        changed = [n for n in verbatim.changed_names(self, node.body)  # (`buf.fill(0.0)`)
+                   if isinstance(self.env.get(n), (Var, numpy.ndarray))]
+        names = [n for n in _assigned(node.body) + _grown_lists(node.body) + changed +
                  (["<return>", "<returned>"] if returns else [])
                  if n in self.env and not isinstance(self.env[n], _Undefined)]
         carried, inits = [], []

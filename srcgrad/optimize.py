@@ -31,6 +31,7 @@ from .ir import COND, FOR, POP, PUSH, SCALAR, WHILE, Eqn, Graph, Var, checked, i
 from .staging import (Builder, dtype_class, floating_dclass, known_out_shape, known_shape,
                       number_spread, staging)
 from .staging import known as staging_known
+from .verbatim import check_changes
 
 FLOAT64 = dtype_class(numpy.float64)
 
@@ -596,7 +597,9 @@ def optimize(graph: Graph, named: set | None = None, passes=PASSES, keep=()) -> 
                 checked(Graph(graph.inputs, eqns, outputs), "dce")
             if not changed:
                 break
-    return Graph(graph.inputs, _hoisted_transposes(eqns, named), outputs, graph.name)
+    eqns = _hoisted_transposes(eqns, named)
+    check_changes(eqns, outputs)  # (a change in place the program reads past: refused)
+    return Graph(graph.inputs, eqns, outputs, graph.name)
 
 
 def _hoisted_transposes(eqns: list, named: set) -> list:

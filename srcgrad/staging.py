@@ -94,6 +94,9 @@ class Builder:
         self.made_by: dict[int, "Primitive | str"] = {}
         self.inputs: set[int] = set()  # ids of the function's parameters
         self.escaped: set[int] = set()  # ids of arrays put into run-time lists
+        # id of a value a statement that runs as written bound -> the arrays folded at
+        # compile time that it may share memory with (`y = np.ascontiguousarray(z)`)
+        self.folded: dict[int, list] = {}
         # ids of values a statement run as written made: of unknown type (srcgrad.verbatim)
         self.opaque: set[int] = set()
         self.frozen: set[int] = set()  # ids of the containers the arguments came in

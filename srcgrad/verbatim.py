@@ -34,7 +34,8 @@ from .errors import UnknownFunctionError, UnsupportedSyntaxError
 from .ir import PYTHON, Eqn, Var
 from .scopes import Path, scope_of
 
-__all__ = ["Code", "reason", "hoist", "stage", "mutated_active"]
+__all__ = ["Code", "reason", "hoist", "stage", "mutated_active", "changed_names", "stale_read",
+           "check_changes"]
 
 _KIND = {ast.Try: "a `try` statement", ast.With: "a `with` statement",
          ast.Raise: "a `raise` statement", ast.Assert: "an `assert` statement",
@@ -54,7 +55,7 @@ _MUTATING_FUNCTIONS = {"shuffle", "copyto", "put", "place", "putmask", "fill_dia
 _KNOWN_MODULES = ("numpy", "builtins", "math", "cmath", "random", "time", "logging",
                   "warnings", "json", "os", "sys", "itertools", "functools", "operator",
                   "statistics", "pprint", "copy", "collections", "scipy", "srcgrad",
-                  "runtime")
+                  "runtime", "io", "pathlib")
 
 
 class Code:
@@ -303,6 +304,18 @@ def changes(node, peek) -> list:
                     if isinstance(a, (ast.Name, ast.Attribute, ast.Subscript)):
                         add(a)
     return found
+
+
+def changed_names(low, stmts) -> list:
+    """Names whose whole value the statements may change in place (`buf.fill(0.0)`,
+    `np.copyto(z, v)`, `rng.shuffle(z)`): a loop carries them, as it does a name it
+    assigns, since such a statement binds the name to the changed value."""
+    names = []
+    for stmt in stmts:
+        for name, steps in changes(stmt, lambda f: _callee(low, f)):
+            if not steps and name not in names:
+                names.append(name)
+    return names
 
 
 def _known_module(f) -> bool:
@@ -653,7 +666,7 @@ def stage(low, node, why, hints=None, call=None):
     b = low.b
     writes = list(s.writes)
     changed_locals = _record_changes(low, node, resolve)
-    ins, names, fixed, mutates = [], [], {}, []
+    ins, names, fixed, mutates, changed = [], [], {}, [], {}
     for name in s.reads + [w for w in writes if w not in s.reads]:
         value, local = resolve(name)
         if value is low.MISSING or low.is_undefined(value):
@@ -665,6 +678,8 @@ def stage(low, node, why, hints=None, call=None):
         mutated = name in changed_locals
         if mutated and name not in writes:
             writes.append(name)  # the changed value is a new one
+        if mutated and isinstance(value, (Var, numpy.ndarray)):
+            changed[name] = value  # (an array folded at compile time: its literal)
         what = _input(low, node, name, value, local, name in s.reads, why)
         if what is None:
             continue
@@ -678,6 +693,20 @@ def stage(low, node, why, hints=None, call=None):
     for name in writes:
         fixed.pop(name, None)
     outs = _outputs(low, writes, hints or {})
+    folded = [a for a in ins if isinstance(a, numpy.ndarray)] + [
+        a for v in ins if isinstance(v, Var) for a in b.folded.get(v.id, ())]
+    if folded:  # (what it binds may be a view of an array folded at compile time)
+        b.folded.update((o.id, folded) for o in outs)
+    for name, value in changed.items():  # every other name bound to the changed array
+        text = ast.unparse(node).splitlines()[0]  # is bound to its new value too
+        low.refuse_caller_update(value, name, text, node)
+        # (a view of a changed Var: `check_changes` follows it through the program; of a
+        # changed array folded at compile time, values folded from it would be stale)
+        low.rebind_changed(value, low.env[name], name, f"`{text}`", node,
+                           views=isinstance(value, numpy.ndarray))
+        for a in b.folded.get(value.id, ()) if isinstance(value, Var) else ():
+            low.rebind_changed(a, None, name, f"`{text}`", node)  # (what it may be a view
+            # of, folded at compile time: what became of it is known only at run time)
     if call is None and why.startswith("it calls "):
         found = _unknown_call(low, node)
         if found is not None:
@@ -773,3 +802,239 @@ def _path_of(low, name, value, local):
     if local:
         return None if is_immutable(value) else low.b.reads.path_of(value)
     return Path(scope_of(low.src, name), name)
+
+
+# ---- what a change in place leaves behind ---------------------------------------------------
+
+class _Sharing:
+    """The memory each Var of a program may be part of: `roots[id]`, the ids of the
+    arrays made anew that it may be (a view of). An op's result is its own root; a view
+    (an op that declares `view`; a user's op, which may return one) has its operands';
+    a value bound by a statement that runs as written has those of the arrays it read
+    (`b = np.ascontiguousarray(a)` may be `a`), a changed one those it had; a list its
+    items'; a branch's result those of what each branch yields; a loop's carry those of
+    its start and of each step's new value; a stack those of what is pushed on it, and
+    what is popped those of the stack. An array folded at compile time has for root the
+    array that owns its memory (`_owner`). Two values may share memory where their
+    roots meet."""
+
+    def __init__(self, eqns):
+        self.roots: dict = {}
+        self._scan(eqns)
+
+    def of(self, v) -> frozenset:
+        if isinstance(v, numpy.ndarray):  # folded at compile time: its memory's owner
+            return frozenset((_owner(v),))
+        if not isinstance(v, Var):
+            return frozenset()
+        return self.roots.setdefault(v.id, frozenset((v.id,)))
+
+    def _union(self, vs) -> frozenset:
+        out = frozenset()
+        for v in vs:
+            out |= self.of(v)
+        return out
+
+    def _set(self, v, roots) -> bool:
+        """Widen v's roots; whether they grew."""
+        old = self.of(v)
+        if roots <= old or not isinstance(v, Var):
+            return False
+        self.roots[v.id] = old | roots
+        return True
+
+    def _scan(self, eqns) -> bool:
+        from .ir import COND, FOR, POP, PUSH, WHILE
+
+        grew = False
+        for e in eqns:
+            p = e.prim
+            for v in e.ins:
+                self.of(v)
+            if p is PYTHON:
+                code = e.params["code"]
+                read = dict(zip(code.reads, e.ins))
+                every = self._union(e.ins)
+                for name, o in zip(code.writes, e.outs):
+                    grew |= self._set(o, self.of(read[name]) if name in read else every)
+            elif p is PUSH:
+                grew |= self._set(e.ins[0], self._union(e.ins[1:]))
+            elif p is POP:
+                for o in e.outs:
+                    grew |= self._set(o, self.of(e.ins[0]))
+            elif p is COND:
+                for b in e.blocks():
+                    grew |= self._scan(b.eqns)
+                for k, o in enumerate(e.outs):
+                    grew |= self._set(o, self._union(b.outs[k] for b in e.blocks()))
+                continue
+            elif p is FOR or p is WHILE:
+                inits = e.ins[3:] if p is FOR else e.ins
+                body, carry = e.params["body"], e.params["carry"]
+                while True:  # a step's new value is the next step's carry
+                    for c, i, n in zip(carry, inits, body.outs):
+                        grew |= self._set(c, self.of(i) | self.of(n))
+                    if not any([self._scan(b.eqns) for b in e.blocks()]) and not any(
+                            [self._set(c, self.of(n)) for c, n in zip(carry, body.outs)]):
+                        break
+                    grew = True
+                for c, o in zip(carry, e.outs):
+                    grew |= self._set(o, self.of(c))
+                continue
+            elif getattr(p, "view", False) or getattr(p, "custom", False):
+                for o in e.outs:
+                    grew |= self._set(o, self._union(e.ins[:1] if p.subscript else e.ins))
+            elif getattr(p, "kind", None) == "list" and not getattr(p, "meta", False):
+                for o in e.outs:
+                    grew |= self._set(o, self._union(e.ins))
+            for b in e.blocks():
+                grew |= self._scan(b.eqns)
+        return grew
+
+    def sharing(self, v) -> set:
+        """Ids of the Vars that may share memory with `v` (itself, if a Var, included)."""
+        mine = self.of(v)
+        return {i for i, r in self.roots.items() if r & mine}
+
+
+def _owner(a) -> tuple:
+    """The root of an array folded at compile time: the array owning its memory."""
+    while isinstance(a.base, numpy.ndarray):
+        a = a.base
+    return ("array", id(a))
+
+
+def stale_read(eqns, outputs):
+    """The first read, in the order the program runs, of an array's earlier value after
+    a statement that runs as written changed that array in place (`z.fill(0.0)` while
+    the gradient still reads the `z` that `w = z * a` multiplied; a write through
+    `b = np.ascontiguousarray(a)` into `a`): (that statement's equation, the index of
+    the input it changed, the stale Var, the equation that reads it or None for the
+    program's result), or None. Lowering binds the names of the changed array to the
+    statement's new value; what it cannot rebind is every other Var that may share the
+    array's memory, and the values a derivative rule reads."""
+    from .ir import iter_vars
+
+    sharing, order = _Sharing(eqns), {}
+    _number(eqns, order, [0])
+    found: list = []
+    active = _walk(eqns, [], sharing, order, found)
+    if not found:
+        _reads(list(iter_vars(outputs)), None, active, found)
+    return found[0] if found else None
+
+
+def _number(eqns, order, n):
+    """Var id -> the position, in the order the program runs, of what defines it (and
+    ("from", id(e)) -> where equation e's blocks begin, ("end", id(e)) -> where it ends)."""
+    from .ir import block_binders
+
+    for e in eqns:
+        n[0] += 1
+        order["from", id(e)] = n[0]
+        for v in block_binders(e):
+            order[v.id] = n[0]
+        for b in e.blocks():
+            _number(b.eqns, order, n)
+        n[0] += 1
+        order["end", id(e)] = n[0]
+        for o in e.outs:
+            order[o.id] = n[0]
+
+
+def _reads(vs, e, active, found):
+    for v in vs:
+        if isinstance(v, Var):
+            for p, i, stale in active:
+                if v.id in stale:
+                    found.append((p, i, v, e))
+                    return
+        elif isinstance(v, numpy.ndarray):  # an array folded at compile time
+            for p, i, stale in active:
+                if _owner(v) in stale:
+                    found.append((p, i, v, e))
+                    return
+
+
+def _walk(eqns, active, sharing, order, found) -> list:
+    """Check the reads of `eqns` against `active` ((statement, index of the input it
+    changed, ids of the Vars that change left stale) for each change made before them);
+    the changes active after them."""
+    from .ir import COND, FOR, WHILE
+
+    for e in eqns:
+        if found:
+            break
+        _reads(e.ins, e, active, found)
+        if e.prim is COND:
+            after = list(active)
+            for b in e.blocks():
+                branch = _walk(b.eqns, list(active), sharing, order, found)
+                _reads(b.outs, e, branch, found)
+                after += branch[len(active):]
+            active = after
+        elif e.blocks():
+            start = len(active)
+            blocks = e.blocks()
+            for b in blocks:
+                active = _walk(b.eqns, active, sharing, order, found)
+                _reads(b.outs, e, active, found)
+            if e.prim is FOR or e.prim is WHILE:
+                # the next iteration runs after a change made in this one: what that
+                # leaves stale from before the loop is not to be read there either
+                lo, hi = order["from", id(e)], order["end", id(e)]
+                again = [(p, i, {j for j in stale if not lo <= order.get(j, -1) <= hi})
+                         for p, i, stale in active[start:]]
+                if again:
+                    for b in blocks:
+                        _walk(b.eqns, active[:start] + again, sharing, order, found)
+                        _reads(b.outs, e, active[:start] + again, found)
+        if e.prim is PYTHON:
+            at = order["end", id(e)]
+            for i in e.params["code"].mutates:
+                m = e.ins[i]
+                if isinstance(m, (Var, numpy.ndarray)):
+                    stale = {j for j in sharing.sharing(m) if order.get(j, -1) < at}
+                    stale -= {o.id for o in e.outs}
+                    # (arrays folded at compile time that it may be or view: their owners)
+                    stale |= {r for r in sharing.of(m) if isinstance(r, tuple)}
+                    active = active + [(e, i, stale)]
+    return active
+
+
+def check_changes(eqns, outputs):
+    """Refuse, at the user's statement, a change in place that a later read would not
+    see (see `stale_read`): numpy reads the changed memory there, the gradient's
+    equations were made for the value before the change."""
+    found = stale_read(eqns, outputs)
+    if found is None:
+        return
+    import linecache
+
+    p, i, v, e = found
+    code, loc, m = p.params["code"], p.loc, p.ins[i]
+    first = ast.unparse(code.node).splitlines()[0]
+    name = code.reads[i]
+    old = f"the value `{name}` had before" if v is m else \
+        f"an array made from `{name}` when srcgrad compiled the function" \
+        if not isinstance(v, Var) else \
+        f"`{v.hint}`, which may share its memory with `{name}`,"
+    if isinstance(v, Var) and v.kind == "stack":
+        old, e = f"the value `{name}` had before, which the gradient saved,", None
+        where = "by the gradient"
+    elif e is None:
+        where = "as the function's result"
+    elif e.phase == "bwd" or e.loc is None:
+        where = "in the gradient's computation (a derivative rule reads it)"
+    elif e.loc is loc or e.loc.lineno == loc.lineno:
+        where = "later in the same line"
+    else:
+        where = f"at line {e.loc.lineno}"
+    msg = (f"`{first}` changes `{name}` in place ({code.why}), but {old} is read after "
+           f"it, {where}: numpy would read the changed memory there, and srcgrad cannot "
+           f"follow the change. Work on a copy (`{name} = {name}.copy()` before the "
+           "change) or compute what needs the old value after it")
+    if loc is None:
+        raise UnsupportedSyntaxError(msg)
+    line = linecache.getline(loc.filename, loc.lineno) or loc.text
+    raise UnsupportedSyntaxError(msg, loc.filename, loc.lineno, loc.col, line)

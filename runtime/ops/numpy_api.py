@@ -230,8 +230,13 @@ def _conjugate(x):
     return E.copy(x)  # real input: a new array with the same values, as numpy gives
 
 
+def _conjugate_method(x):
+    _refuse_complex("ndarray.conj", x)
+    return x  # real input: `a.conj()` is `a` itself in numpy (a write into it changes a)
+
+
 NUMPY[numpy.conjugate] = _ufunc_adapter(numpy.conjugate, _conjugate)
-METHODS["conj"] = METHODS["conjugate"] = _conjugate
+METHODS["conj"] = METHODS["conjugate"] = _conjugate_method
 ATTRIBUTES["real"] = real
 ATTRIBUTES["imag"] = imag
 
@@ -1104,6 +1109,37 @@ def _atleast_adapter(n):
 
 
 spelling(numpy.atleast_1d)(_atleast_adapter(1))
+
+
+def _in_layout(fn):
+    def in_layout(a, dtype=None, *, like=None):
+        """The array in the memory layout asked for, of at least one axis: numpy returns
+        `a` itself where its layout already is that one, else a copy. Which one is known
+        only at run time, so the result is a view of `a` (a write into it is refused)."""
+        if like is not None:
+            raise UnsupportedArgument(f"numpy.{fn.__name__}(): like= is not supported")
+        if not _symbolic(a):
+            return fn(a, dtype=dtype)
+        return _atleast(_as_dtype(a, dtype), 1)
+
+    in_layout.__name__ = fn.__name__
+    return spelling(fn)(in_layout)
+
+
+ascontiguousarray = _in_layout(numpy.ascontiguousarray)
+asfortranarray = _in_layout(numpy.asfortranarray)
+
+
+def _view_method(a, dtype=None, type=None):
+    """`a.view()`: a new array object on a's memory (a write into it changes a); a view
+    as another dtype or array type reinterprets the bytes, which has no derivative."""
+    if dtype is not None or type is not None:
+        raise UnsupportedArgument("ndarray.view(): a view as another dtype or type is not "
+                                  "supported (it reinterprets the bytes)")
+    return S.reshape(a, S.shape(a)) if _symbolic(a) else a.view()
+
+
+METHODS["view"] = _view_method
 spelling(numpy.atleast_2d)(_atleast_adapter(2))
 spelling(numpy.atleast_3d)(_atleast_adapter(3))
 

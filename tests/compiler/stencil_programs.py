@@ -42,13 +42,14 @@ def stencils(draw):
 _count = itertools.count()
 
 
-def load(source, directory):
-    path = os.path.join(str(directory), f"stencil_{os.getpid()}_{next(_count)}.py")
+def load(source, directory, name="stencil"):
+    """The function `name` of a module made of `source`, written to a file of its own."""
+    path = os.path.join(str(directory), f"{name}_{os.getpid()}_{next(_count)}.py")
     with open(path, "w") as f:
         f.write(source)
     spec = importlib.util.spec_from_file_location(os.path.basename(path)[:-3], path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.stencil
+    return getattr(module, name)
 
 
