@@ -393,7 +393,8 @@ def unlike_numpy(eqns) -> "tuple | None":
     for e in eqns:
         if e.prim is PYTHON and not isinstance(e.params["code"].node, (ast.Assert, ast.Raise)):
             return "a statement that runs as written (numba would run it with its own " \
-                "meaning: a random draw from numba's generator, not numpy's)", e
+                "meaning where it can compile it at all: a random draw, for one, from " \
+                "numba's generator, not numpy's)", e
         if e.prim.elementwise and (e.prim.differentiable or e.prim.dtype is not None):
             kinds = [jit_dtype(v) for v in e.ins if isinstance(v, Var) and v.kind == "array"]
             out = jit_dtype(e.outs[0]) if e.outs and isinstance(e.outs[0], Var) else None

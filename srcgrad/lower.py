@@ -758,19 +758,30 @@ class Lowerer:
         """After `text` changed array `root` (bound to `name`) in place, making `new`:
         every name bound to root is bound to `new`; with `views`, a name bound to what
         may be a view of root (or an array root is a view of) becomes unreadable, since
-        numpy would show the change through it. With `new` None, what root became is
-        unknown: a name bound to root becomes unreadable too."""
-        line = getattr(node, "lineno", None)
+        numpy would show the change through it."""
         for lw in self.scopes():
             for n, v in list(lw.env.items()):
-                if v is root and new is not None:
+                if v is root:
                     lw.env[n] = new
-                elif views and isinstance(v, (Var, numpy.ndarray)) and \
+                elif views and v is not new and isinstance(v, (Var, numpy.ndarray)) and \
                         self.b.may_view(v, root):
-                    lw.env[n] = _Stale(n, f"may be a view of `{name}`, which {text} "
-                                       f"changed (line {line}): numpy would show the change "
-                                       f"through `{n}`, srcgrad cannot; take a copy "
-                                       f"(`{n} = ....copy()`) or read `{name}` again")
+                    lw.env[n] = self._stale_view(n, name, text, node)
+
+    def stale_folded(self, array, name, text, node):
+        """After `text` changed what may be a view of `array`, an array srcgrad folded when
+        compiling: a name bound to an array folded from the same memory becomes
+        unreadable (what became of its values is known only at run time)."""
+        for lw in self.scopes():
+            for n, v in list(lw.env.items()):
+                if isinstance(v, numpy.ndarray) and numpy.may_share_memory(v, array):
+                    lw.env[n] = self._stale_view(n, name, text, node)
+
+    @staticmethod
+    def _stale_view(n, name, text, node):
+        return _Stale(n, f"may be a view of `{name}`, which {text} changed (line "
+                      f"{getattr(node, 'lineno', None)}): numpy would show the change "
+                      f"through `{n}`, srcgrad cannot; take a copy (`{n} = ....copy()`) or "
+                      f"read `{name}` again")
 
     def refuse_caller_update(self, root, name, text, node):
         """An in-place update, inside a branch or loop of an inlined function, of an array
@@ -1124,6 +1135,13 @@ class Lowerer:
         before it: ([(name, value)], flat list of the values' parts)."""
         changed = [n for n in verbatim.changed_names(self, node.body)  # (`buf.fill(0.0)`)
                    if isinstance(self.env.get(n), (Var, numpy.ndarray))]
+        # ... and every other name bound to such an array, or to an array srcgrad folded
+        # that the loop updates (`y = z; for ...: z += 1.0`): they see each step's change
+        arrays = [self.env[n] for n in changed] + [
+            self.env[n] for n in _assigned(node.body)
+            if isinstance(self.env.get(n), numpy.ndarray)]
+        changed += [n for n, v in self.env.items()
+                    if n.isidentifier() and any(v is a for a in arrays)]
         names = [n for n in _assigned(node.body) + _grown_lists(node.body) + changed +
                  (["<return>", "<returned>"] if returns else [])
                  if n in self.env and not isinstance(self.env[n], _Undefined)]
@@ -1238,7 +1256,13 @@ class Lowerer:
         fresh, k = set(), 0
         for n, v in carried:
             for part in (v if isinstance(v, tuple) else (v,)):
-                if not isinstance(part, Var) or (  # a Python number is never shared
+                if isinstance(part, numpy.ndarray) and sum(  # (an array srcgrad folded)
+                        1 for lw in self.scopes() for x in lw.env.values()
+                        if isinstance(x, numpy.ndarray) and
+                        numpy.may_share_memory(x, part)) > 1:
+                    self.b.carry_why[carry[k].id] = \
+                        f"another name or view bound to `{n}`'s array before the loop"
+                elif not isinstance(part, Var) or (  # a Python number is never shared
                         part.kind == "array" and self.b.shared_why(part) is None and
                         sum(1 for x in self.env.values() if x is part) == 1 and
                         not any(x is not part and self.b.may_view(x, part)

@@ -95,7 +95,7 @@ class Builder:
         self.inputs: set[int] = set()  # ids of the function's parameters
         self.escaped: set[int] = set()  # ids of arrays put into run-time lists
         # id of a value a statement that runs as written bound -> the arrays folded at
-        # compile time that it may share memory with (`y = np.ascontiguousarray(z)`)
+        # compile time that it may share memory with (`y = unknown_fn(z)`)
         self.folded: dict[int, list] = {}
         # ids of values a statement run as written made: of unknown type (srcgrad.verbatim)
         self.opaque: set[int] = set()
@@ -111,6 +111,17 @@ class Builder:
         """Record that Vars `a` and `b` may share memory."""
         self.links.setdefault(a.id, set()).add(b.id)
         self.links.setdefault(b.id, set()).add(a.id)
+
+    def same_array(self, new, old):
+        """`new` is the array `old` is, changed in place by a statement that runs as
+        written: where old is one an op made (or a view of one), so is new."""
+        made = self.made_by.get(old.id)
+        if made is None:
+            return
+        self.made_by[new.id] = made
+        if old.id in self.view_base:
+            self.view_base[new.id] = self.view_base[old.id]
+        self.link(new, old)
 
     def sharing(self, v) -> set:
         """Ids of every value that may share memory with `v` (itself included)."""

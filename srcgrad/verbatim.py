@@ -47,10 +47,16 @@ if hasattr(ast, "TryStar"):
 MUTATING_METHODS = {"fill", "sort", "partition", "resize", "put", "itemset", "setflags",
                      "byteswap", "shuffle", "append", "extend", "insert", "pop", "remove",
                      "clear", "update", "setdefault", "popitem", "add", "discard", "reverse",
-                     "__setitem__", "__delitem__", "__iadd__", "__imul__", "__isub__"}
-# functions that change an array they are given
+                     "__setitem__", "__delitem__", "__iadd__", "__imul__", "__isub__",
+                     "__itruediv__", "__ifloordiv__", "__imod__", "__ipow__", "__imatmul__",
+                     "__iand__", "__ior__", "__ixor__", "__ilshift__", "__irshift__"}
+# functions that change the array they are given first
 _MUTATING_FUNCTIONS = {"shuffle", "copyto", "put", "place", "putmask", "fill_diagonal",
-                       "at", "put_along_axis", "permuted"}
+                       "at", "put_along_axis",
+                       # operator's: `operator.setitem(z, i, v)`, `operator.iadd(z, v)`
+                       "setitem", "delitem", "iadd", "isub", "imul", "itruediv", "ifloordiv",
+                       "imod", "ipow", "imatmul", "iand", "ior", "ixor", "ilshift",
+                       "irshift", "iconcat"}
 # modules whose functions change their arguments only as `_MUTATING_FUNCTIONS` say
 _KNOWN_MODULES = ("numpy", "builtins", "math", "cmath", "random", "time", "logging",
                   "warnings", "json", "os", "sys", "itertools", "functools", "operator",
@@ -296,8 +302,8 @@ def changes(node, peek) -> list:
                     for part in ast.walk(k.value):
                         if isinstance(part, (ast.Name, ast.Attribute, ast.Subscript)):
                             add(part)
-            if fname in _MUTATING_FUNCTIONS:
-                for a in args:
+            if fname in _MUTATING_FUNCTIONS:  # (they change their first argument)
+                for a in n.args[:1] or args:
                     add(a)
             elif not _known_module(peek(n.func)):
                 for a in args:
@@ -667,7 +673,19 @@ def stage(low, node, why, hints=None, call=None):
     writes = list(s.writes)
     changed_locals = _record_changes(low, node, resolve)
     ins, names, fixed, mutates, changed = [], [], {}, [], {}
-    for name in s.reads + [w for w in writes if w not in s.reads]:
+    # an array that shares memory with a changed one (a view of it, what it views, a
+    # branch's result and what it may be) is changed with it: its names are bound anew too
+    shared = []
+    for name in list(changed_locals):
+        value = resolve(name)[0]
+        if isinstance(value, Var) and value.kind == "array" and not low.is_opaque(value):
+            family = b.sharing(value) - {value.id}
+            for n, v in list(low.env.items()):
+                if isinstance(v, Var) and v.id in family and n not in changed_locals and \
+                        n.isidentifier():
+                    changed_locals.add(n)
+                    shared.append(n)
+    for name in s.reads + [w for w in writes if w not in s.reads] + shared:
         value, local = resolve(name)
         if value is low.MISSING or low.is_undefined(value):
             if name in writes:
@@ -699,14 +717,15 @@ def stage(low, node, why, hints=None, call=None):
         b.folded.update((o.id, folded) for o in outs)
     for name, value in changed.items():  # every other name bound to the changed array
         text = ast.unparse(node).splitlines()[0]  # is bound to its new value too
+        if isinstance(value, Var):
+            b.same_array(low.env[name], value)
         low.refuse_caller_update(value, name, text, node)
         # (a view of a changed Var: `check_changes` follows it through the program; of a
         # changed array folded at compile time, values folded from it would be stale)
         low.rebind_changed(value, low.env[name], name, f"`{text}`", node,
                            views=isinstance(value, numpy.ndarray))
         for a in b.folded.get(value.id, ()) if isinstance(value, Var) else ():
-            low.rebind_changed(a, None, name, f"`{text}`", node)  # (what it may be a view
-            # of, folded at compile time: what became of it is known only at run time)
+            low.stale_folded(a, name, f"`{text}`", node)  # (what it may be a view of)
     if call is None and why.startswith("it calls "):
         found = _unknown_call(low, node)
         if found is not None:
@@ -811,7 +830,7 @@ class _Sharing:
     arrays made anew that it may be (a view of). An op's result is its own root; a view
     (an op that declares `view`; a user's op, which may return one) has its operands';
     a value bound by a statement that runs as written has those of the arrays it read
-    (`b = np.ascontiguousarray(a)` may be `a`), a changed one those it had; a list its
+    (`b = unknown_fn(a)` may be `a`), a changed one those it had; a list its
     items'; a branch's result those of what each branch yields; a loop's carry those of
     its start and of each step's new value; a stack those of what is pushed on it, and
     what is popped those of the stack. An array folded at compile time has for root the
@@ -881,6 +900,8 @@ class _Sharing:
                 for c, o in zip(carry, e.outs):
                     grew |= self._set(o, self.of(c))
                 continue
+            elif getattr(p, "view", False) and _copies(e):
+                pass  # (its own root)
             elif getattr(p, "view", False) or getattr(p, "custom", False):
                 for o in e.outs:
                     grew |= self._set(o, self._union(e.ins[:1] if p.subscript else e.ins))
@@ -897,6 +918,20 @@ class _Sharing:
         return {i for i, r in self.roots.items() if r & mine}
 
 
+def _copies(e) -> bool:
+    """Does this indexing make a new array: an index that holds an array (numpy's
+    advanced indexing copies), or integers that pick one element (a numpy scalar)?"""
+    from .ir import SCALAR
+
+    if not e.prim.subscript or len(e.ins) < 2:
+        return False
+    idx = e.ins[1] if isinstance(e.ins[1], tuple) else (e.ins[1],)
+    if any(isinstance(i, (numpy.ndarray, list)) or isinstance(i, Var) and i.kind == "array"
+           for i in idx):
+        return True
+    return e.outs[0].sclass == SCALAR and not any(i is Ellipsis for i in idx)
+
+
 def _owner(a) -> tuple:
     """The root of an array folded at compile time: the array owning its memory."""
     while isinstance(a.base, numpy.ndarray):
@@ -908,7 +943,7 @@ def stale_read(eqns, outputs):
     """The first read, in the order the program runs, of an array's earlier value after
     a statement that runs as written changed that array in place (`z.fill(0.0)` while
     the gradient still reads the `z` that `w = z * a` multiplied; a write through
-    `b = np.ascontiguousarray(a)` into `a`): (that statement's equation, the index of
+    `b = unknown_fn(a)` into `a`): (that statement's equation, the index of
     the input it changed, the stale Var, the equation that reads it or None for the
     program's result), or None. Lowering binds the names of the changed array to the
     statement's new value; what it cannot rebind is every other Var that may share the
@@ -965,8 +1000,9 @@ def _walk(eqns, active, sharing, order, found) -> list:
     for e in eqns:
         if found:
             break
-        _reads(e.ins, e, active, found)
-        if e.prim is COND:
+        if getattr(e.prim, "kind", None) != "shape_of" and not getattr(e.prim, "creator", False):
+            _reads(e.ins, e, active, found)  # (a shape or a new array like another: the
+        if e.prim is COND:                   # change in place keeps the shape and dtype)
             after = list(active)
             for b in e.blocks():
                 branch = _walk(b.eqns, list(active), sharing, order, found)

@@ -157,6 +157,10 @@ def _ufunc_adapter(ufunc, prim):
             raise UnsupportedArgument(f"numpy.{ufunc.__name__}(): arguments "
                                       f"{', '.join(kw)} are not supported")
         _refuse(f"numpy.{ufunc.__name__}", out=out, where=where, dtype=dtype)
+        if len(args) > ufunc.nin:  # np.exp(x, buf): numpy writes the result into buf
+            raise UnsupportedArgument(f"numpy.{ufunc.__name__}(): an output array given "
+                                      "by position (out) is not supported; use the "
+                                      "returned array")
         return prim(*args)
 
     adapter.__name__ = ufunc.__name__
@@ -358,11 +362,18 @@ def _reshape_method(a, *shape, order="C"):
 METHODS["reshape"] = _reshape_method
 
 
-@spelling(numpy.ravel, method=("ravel", "flatten"))
+@spelling(numpy.ravel, method="ravel")
 def ravel(a, order="C"):
     if order != "C":
         raise UnsupportedArgument("ravel(): only order='C' is supported")
     return S.reshape(a, (-1,))
+
+
+def _flatten_method(a, order="C"):
+    return E.copy(ravel(a, order))  # a new array, unlike ravel's view
+
+
+METHODS["flatten"] = _flatten_method
 
 
 @spelling(numpy.transpose)
@@ -556,6 +567,8 @@ def _as_dtype(r, dtype):
 
 @spelling(numpy.asarray, numpy.asanyarray)
 def asarray(a, dtype=None, order=None, **kw):
+    if not _symbolic(a):  # (a Python number becomes a 0-d array: float64, not weak)
+        return numpy.asarray(a, dtype=dtype)
     return _as_dtype(a, dtype)
 
 

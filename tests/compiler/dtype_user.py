@@ -142,3 +142,8 @@ def updated_python_floats(x):
     t = math.sin(x[1])
     t += x[2]
     return s * x[1] + t * t
+
+
+def scaled_by_a_0d_array(x):
+    """np.asarray(0.5) is a 0-d float64 array: not weak like the Python float 0.5."""
+    return np.sum(x * np.asarray(0.5)) * 2.0 + np.sum(x * 0.25)

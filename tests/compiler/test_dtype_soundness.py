@@ -194,3 +194,18 @@ def test_a_python_float_updated_in_place_rebinds_its_name(specialize):
         got = g(x)
     fd = finite_differences(U.updated_python_floats, (x,), 0)
     np.testing.assert_allclose(got, fd, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("specialize", [False, True], ids=["polymorphic", "specialized"])
+def test_a_0d_array_of_a_python_float_is_float64(specialize):
+    """np.asarray(0.5) times a float32 array is float64 in numpy (a 0-d array is not a weak
+    scalar); it was dropped to the Python float 0.5, which kept float32."""
+    x = np.linspace(-1, 1, 5).astype(np.float32)
+    g = srcgrad.value_and_grad(U.scaled_by_a_0d_array, cache=False, specialize=specialize)
+    for _ in range(4):
+        value, grad = g(x)
+    want = U.scaled_by_a_0d_array(x)
+    assert np.asarray(value).dtype == np.asarray(want).dtype == np.float64
+    assert grad.dtype == np.float32
+    np.testing.assert_allclose(value, want, rtol=1e-12)
+    np.testing.assert_allclose(grad, np.full(5, 1.25), rtol=1e-6)  # 0.5 * 2 + 0.25
