@@ -119,6 +119,17 @@ def check_grad(fn, args, wrt=0, *, tape=True, fd=True, kwargs=None, fd_rtol=FD_R
     return got
 
 
+def check_value_and_grad(fn, x):
+    """srcgrad's value and gradient of fn at array x against calling fn and against finite
+    differences (on copies: fn may change arrays in place)."""
+    import srcgrad
+
+    value, got = srcgrad.value_and_grad(fn)(x.copy())
+    np.testing.assert_allclose(value, fn(x.copy()), rtol=1e-12)
+    np.testing.assert_allclose(got, finite_differences(fn, [x.copy()], 0), rtol=1e-6,
+                               atol=1e-8)
+
+
 def check_specialized(g, fn, args, want, kwargs=None):
     """The variant of `g` specialized to these arguments' shapes and dtypes
     (srcgrad.specialize) gives what the shape-polymorphic code gave (`want`), up to

@@ -15,16 +15,13 @@ import pytest
 
 import srcgrad
 from srcgrad.errors import InternalError, SrcgradError
-from compiler_helpers import finite_differences
+from compiler_helpers import check_value_and_grad, finite_differences
 
 X = np.array([0.3, -1.2, 0.7, 2.0])
 
 
 def check(fn, x=X):
-    value, got = srcgrad.value_and_grad(fn)(x.copy())
-    np.testing.assert_allclose(value, fn(x.copy()), rtol=1e-12)
-    np.testing.assert_allclose(got, finite_differences(fn, [x.copy()], 0), rtol=1e-6,
-                               atol=1e-8)
+    check_value_and_grad(fn, x)
 
 
 def right_or_refused(fn, x=X):
