@@ -102,16 +102,19 @@ SPECIAL_FUNCTIONS = {"polygamma": _polygamma_adapter, "softmax": _softmax,
 
 
 class _Named:
-    """A stand-in for a ufunc where only its name is needed (the adapter's messages)."""
+    """A stand-in for a ufunc where only its name and how many operands it takes are
+    needed (the adapter's messages; a further operand is numpy's `out`)."""
 
-    def __init__(self, name):
+    def __init__(self, name, nin):
         self.__name__ = name
+        self.nin = nin
 
 
 def special_adapters() -> dict:
     """name -> adapter with scipy.special's signature, for every mapped scipy.special
     name; needs no scipy (the primitives import it when they run)."""
-    found = {name: _ufunc_adapter(_Named(name), fn) for name, fn in SPECIAL_UFUNCS.items()}
+    found = {name: _ufunc_adapter(_Named(name, 2 if name in ("xlogy", "xlog1py") else 1), fn)
+             for name, fn in SPECIAL_UFUNCS.items()}
     found.update(SPECIAL_FUNCTIONS)
     return found
 
