@@ -31,7 +31,7 @@ import types
 import numpy
 
 from .errors import UnknownFunctionError, UnsupportedSyntaxError
-from .ir import PYTHON, Eqn, Var
+from .ir import PYTHON, SCALAR, Eqn, Var
 from .scopes import Path, scope_of
 
 __all__ = ["Code", "reason", "hoist", "stage", "mutated_active", "changed_names", "stale_read",
@@ -682,7 +682,7 @@ def stage(low, node, why, hints=None, call=None):
             family = b.sharing(value) - {value.id}
             for n, v in list(low.env.items()):
                 if isinstance(v, Var) and v.id in family and n not in changed_locals and \
-                        n.isidentifier():
+                        n.isidentifier() and v.sclass != SCALAR:  # (an element: a copy)
                     changed_locals.add(n)
                     shared.append(n)
     for name in s.reads + [w for w in writes if w not in s.reads] + shared:
@@ -715,10 +715,18 @@ def stage(low, node, why, hints=None, call=None):
         a for v in ins if isinstance(v, Var) for a in b.folded.get(v.id, ())]
     if folded:  # (what it binds may be a view of an array folded at compile time)
         b.folded.update((o.id, folded) for o in outs)
+    # a call as a statement changes the values of an array, not its shape or dtype (but
+    # `a.resize(...)`, and stores such as `a.shape = ...`)
+    keeps_shape = isinstance(node, ast.Expr) and not any(
+        isinstance(n, ast.Attribute) and n.attr == "resize" for n in ast.walk(node))
     for name, value in changed.items():  # every other name bound to the changed array
         text = ast.unparse(node).splitlines()[0]  # is bound to its new value too
         if isinstance(value, Var):
             b.same_array(low.env[name], value)
+            if keeps_shape and not low.is_opaque(value):  # (`rng.shuffle(idx)`: idx[0] is
+                new = low.env[name]                       # still an element)
+                new.sclass, new.dclass = value.sclass, value.dclass
+                b.opaque.discard(new.id)
         low.refuse_caller_update(value, name, text, node)
         # (a view of a changed Var: `check_changes` follows it through the program; of a
         # changed array folded at compile time, values folded from it would be stale)
@@ -921,8 +929,6 @@ class _Sharing:
 def _copies(e) -> bool:
     """Does this indexing make a new array: an index that holds an array (numpy's
     advanced indexing copies), or integers that pick one element (a numpy scalar)?"""
-    from .ir import SCALAR
-
     if not e.prim.subscript or len(e.ins) < 2:
         return False
     idx = e.ins[1] if isinstance(e.ins[1], tuple) else (e.ins[1],)
@@ -984,11 +990,6 @@ def _reads(vs, e, active, found):
                 if v.id in stale:
                     found.append((p, i, v, e))
                     return
-        elif isinstance(v, numpy.ndarray):  # an array folded at compile time
-            for p, i, stale in active:
-                if _owner(v) in stale:
-                    found.append((p, i, v, e))
-                    return
 
 
 def _walk(eqns, active, sharing, order, found) -> list:
@@ -1029,11 +1030,12 @@ def _walk(eqns, active, sharing, order, found) -> list:
             at = order["end", id(e)]
             for i in e.params["code"].mutates:
                 m = e.ins[i]
+                # (an array folded at compile time is its literal wherever it is read: a
+                # read after the change is of the values it had, as lowering binds the
+                # names that numpy would show the change through anew or refuses them)
                 if isinstance(m, (Var, numpy.ndarray)):
                     stale = {j for j in sharing.sharing(m) if order.get(j, -1) < at}
                     stale -= {o.id for o in e.outs}
-                    # (arrays folded at compile time that it may be or view: their owners)
-                    stale |= {r for r in sharing.of(m) if isinstance(r, tuple)}
                     active = active + [(e, i, stale)]
     return active
 
