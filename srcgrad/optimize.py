@@ -27,12 +27,11 @@ from runtime.ops import linalg as _linalg
 from runtime.ops.core import literal
 from runtime.ops.lists import LIST_APPEND, LIST_FROM, STACK_LIST
 
-from .ir import (COND, FOR, POP, PUSH, PYTHON, SCALAR, WHILE, Eqn, Graph, Var, checked,
-                 iter_vars, subst)
+from .ir import COND, FOR, POP, PUSH, SCALAR, WHILE, Eqn, Graph, Var, checked, iter_vars, subst
 from .staging import (Builder, dtype_class, floating_dclass, known_out_shape, known_shape,
                       number_spread, staging)
 from .staging import known as staging_known
-from .verbatim import check_changes
+from .verbatim import changed_in_place, check_changes
 
 FLOAT64 = dtype_class(numpy.float64)
 
@@ -570,17 +569,6 @@ def _key(e: Eqn):
 
 
 
-def _changed_in_place(eqns, found: set) -> set:
-    """Ids of the Vars a `python` equation changes in place (srcgrad.verbatim.Code)."""
-    for e in eqns:
-        if e.prim is PYTHON:
-            found.update(e.ins[i].id for i in e.params["code"].mutates
-                         if isinstance(e.ins[i], Var))
-        for b in e.blocks():
-            _changed_in_place(b.eqns, found)
-    return found
-
-
 def optimize(graph: Graph, named: set | None = None, passes=PASSES, keep=()) -> Graph:
     """Run `passes` to a fixed point. `named` is the set of Var ids bound to user names
     (a simplified-away name moves to its replacement); `keep` lists Vars never removed."""
@@ -661,7 +649,7 @@ class _Run:
         self.shape_source: dict[int, Var] = {}
         # arrays a statement that runs as written changes in place (`buf.fill(0.0)`): each
         # stays the array its equation makes, merged with no other and rewritten to none
-        self.changed_in_place = _changed_in_place(graph.eqns, set())
+        self.changed_in_place = changed_in_place(graph.eqns, set())
         self.facts = Builder()  # only its shape/dtype class rules are used
         # the shape Vars it knows: those read off a value, and those made to stand for one
         self.facts.shape_source = collections.ChainMap(self.shape_alias, self.shape_source)

@@ -35,7 +35,7 @@ from .ir import PYTHON, SCALAR, Eqn, Var
 from .scopes import Path, scope_of
 
 __all__ = ["Code", "reason", "hoist", "stage", "mutated_active", "changed_names", "stale_read",
-           "check_changes"]
+           "check_changes", "changed_in_place"]
 
 _KIND = {ast.Try: "a `try` statement", ast.With: "a `with` statement",
          ast.Raise: "a `raise` statement", ast.Assert: "an `assert` statement",
@@ -719,8 +719,9 @@ def stage(low, node, why, hints=None, call=None):
     # `a.resize(...)`, and stores such as `a.shape = ...`)
     keeps_shape = isinstance(node, ast.Expr) and not any(
         isinstance(n, ast.Attribute) and n.attr == "resize" for n in ast.walk(node))
-    for name, value in changed.items():  # every other name bound to the changed array
-        text = ast.unparse(node).splitlines()[0]  # is bound to its new value too
+    text = ast.unparse(node).splitlines()[0]
+    # every other name bound to a changed array is bound to its new value too
+    for name, value in changed.items():
         if isinstance(value, Var):
             b.same_array(low.env[name], value)
             if keeps_shape and not low.is_opaque(value):  # (`rng.shuffle(idx)`: idx[0] is
@@ -956,6 +957,8 @@ def stale_read(eqns, outputs):
     array's memory, and the values a derivative rule reads."""
     from .ir import iter_vars
 
+    if not changed_in_place(eqns, set()):
+        return None  # (the common case: no statement changes an array)
     sharing, order = _Sharing(eqns), {}
     _number(eqns, order, [0])
     found: list = []
@@ -963,6 +966,18 @@ def stale_read(eqns, outputs):
     if not found:
         _reads(list(iter_vars(outputs)), None, active, found)
     return found[0] if found else None
+
+
+def changed_in_place(eqns, found: set) -> set:
+    """Ids of the Vars a `python` equation changes in place (`Code.mutates`), added to
+    `found`."""
+    for e in eqns:
+        if e.prim is PYTHON:
+            found.update(e.ins[i].id for i in e.params["code"].mutates
+                         if isinstance(e.ins[i], Var))
+        for b in e.blocks():
+            changed_in_place(b.eqns, found)
+    return found
 
 
 def _number(eqns, order, n):
