@@ -39,7 +39,8 @@ from .ir import POP, PYTHON, SCALAR, Graph, checked, Var, iter_vars, referenced,
 from .lower import lower
 from .staging import staging
 from .fresh import copied_inputs, roots_of
-from .optimize import batch_step_products, hoist_indexed_products, optimize
+from .optimize import (batch_step_products, hoist_indexed_products, hoist_step_maps, optimize,
+                       stacks_as_steps)
 from .reverse import CarryClassDisproved, carry_classes_unassumed, reverse
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "hvp", "hessian", "jacobian", "show",
@@ -320,8 +321,8 @@ class CompiledFunction:
             from .fusion import fuse_graph, one_shape, shifted_sums
             from .jit import accept
 
-            if jit is not None and batch_step_products(opt.eqns):  # (a loop's sums: one
-                opt = optimize(opt, named=b.named)                 # product after it)
+            if jit is not None and _steps_batched(opt.eqns):  # (a loop's sums: one
+                opt = optimize(opt, named=b.named)           # product after it)
 
             takes = one_shape if jit is None else functools.partial(
                 accept, python_body=jit.python_body)
@@ -335,7 +336,7 @@ class CompiledFunction:
         elif spec is not None:  # (shapes known: elementwise work on large arrays in blocks)
             from .fusion import block_regions, placeable, shifted_sums
 
-            if batch_step_products(opt.eqns):  # (the loops' initial sums: dead code)
+            if _steps_batched(opt.eqns):  # (the loops' initial sums: dead code)
                 opt = optimize(opt, named=b.named)
 
             # (cotangents placed in shifted slices of a large array: summed a block at a time)
@@ -1073,6 +1074,16 @@ def _store(key, text, meta):
         return None
     return _cache.store(key, text, {k: v for k, v in meta.items() if not k.startswith("_")})
 
+
+
+def _steps_batched(eqns) -> bool:
+    """A specialized variant's loops over time, after differentiation: the values a loop
+    saves for its adjoint kept in arrays of steps, elementwise work on every step's values
+    made once before the loop, sums of per-step products made once after it
+    (srcgrad.optimize). Whether anything changed."""
+    changed = stacks_as_steps(eqns)
+    changed = hoist_step_maps(eqns) or changed
+    return batch_step_products(eqns) or changed
 
 def _holds_dict(obj) -> bool:
     if isinstance(obj, dict):

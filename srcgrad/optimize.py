@@ -27,7 +27,8 @@ from runtime.ops import linalg as _linalg
 from runtime.ops.core import literal
 from runtime.ops.lists import LIST_APPEND, LIST_FROM, STACK_LIST
 
-from .ir import COND, FOR, POP, PUSH, SCALAR, WHILE, Eqn, Graph, Var, checked, iter_vars, subst
+from .ir import (COND, FOR, NEWSTACK, POP, PUSH, PYTHON, SCALAR, WHILE, Eqn, Graph, Var, checked,
+                 iter_vars, subst)
 from .staging import (Builder, dtype_class, floating_dclass, known_out_shape, known_shape,
                       number_spread, staging)
 from .staging import known as staging_known
@@ -35,7 +36,8 @@ from .verbatim import changed_in_place, check_changes
 
 FLOAT64 = dtype_class(numpy.float64)
 
-__all__ = ["optimize", "PASSES", "hoist_indexed_products", "batch_step_products"]
+__all__ = ["optimize", "PASSES", "hoist_indexed_products", "batch_step_products",
+           "stacks_as_steps", "hoist_step_maps"]
 
 PASSES = ("simplify", "fold", "cse", "dce")
 _KEEP = object()
@@ -551,6 +553,8 @@ def _simplify(e: Eqn, c: _Ctx):
 def _key(e: Eqn):
     if not e.prim.pure or any(o.kind == "list" for o in e.outs):
         return None  # two calls of an impure op are two results; each list its own object
+    if e.prim.creator:
+        return None  # two new arrays: either may be updated in place (an accumulator)
     parts = []
     for a in e.ins:
         if isinstance(a, Var):
@@ -1092,11 +1096,21 @@ def _batched_products(e, outer: dict):
         scratch = Builder()
         scratch.loc, scratch.phase, scratch.hint = q_add.loc, q_add.phase, c.hint
         with staging(scratch):
+            # the steps in one order for both operands (the sum of the products of their
+            # rows is the same in any): a list holds them in the loop's order, an array
+            # (x itself, or the one the loop scatters q into) in the index order; where
+            # the two differ, the array's rows reversed (a copy: numba reshapes only a
+            # C-contiguous array, numpy copies a reversed one to reshape it)
+            in_lists = any(r.kind == "list" for r in results)
+            flip = bool(e.params.get("reverse")) and in_lists
+
+            def index_order(x):
+                return ops.copy(ops.getitem(x, slice(None, None, -1))) if flip else x
+
             stacks = []
             for r, v in zip(results, (p, q)):  # (a list's items: the step's values)
-                if r.kind != "list":  # x itself, in the loop's order (a copy reshapes
-                    stacks.append(ops.copy(ops.getitem(r, slice(None, None, -1)))  # in numba)
-                                  if e.params.get("reverse") else r)
+                if r.kind != "list":
+                    stacks.append(index_order(r))
                     continue
                 stacked = STACK_LIST(r, axis=0)
                 stacked.sclass = staging_known((n,) + known_shape(v))
@@ -1105,10 +1119,7 @@ def _batched_products(e, outer: dict):
             if scattered is None:
                 ps, qs = stacks if len(stacks) == 2 else stacks * 2  # (p.T @ p: one list)
             else:  # q's steps are the array the loop scatters them into, in index order
-                ps, qs = stacks[0], scattered
-                if e.params.get("reverse"):  # (the list holds them in the loop's order;
-                    qs = ops.copy(ops.getitem(qs, slice(None, None, -1)))  # numba reshapes
-                    # only a C-contiguous array, numpy copies the reversed one to reshape it)
+                ps, qs = stacks[0], index_order(scattered)
             if not vectors:  # the steps' rows, one after the other
                 rows = n * known_shape(p)[0]
                 ps, qs = ops.reshape(ps, (rows, known_shape(p)[1])), \
@@ -1209,3 +1220,223 @@ def _step_product(term, made, uses, carried, n):
     if n * (numpy.prod(sp) + numpy.prod(sq)) > BATCH_MAX:
         return None
     return p, q, vectors
+
+
+# ---- after differentiation: the values a loop saves for its adjoint, as arrays of steps -----
+
+#: the most elements of the arrays of steps that replace a stack: beyond, a copy per step
+#: (an array of steps is written, a stack keeps a reference) costs what a call per step saves
+STEPS_MAX = 1 << 16
+#: the most elements of an elementwise result computed for every step at once
+STEP_MAP_MAX = 1 << 20
+
+
+def _float_dtype(v) -> "numpy.dtype | None":
+    d = v.dclass if isinstance(v, Var) else None
+    if isinstance(d, tuple) and len(d) == 2 and d[0] == "f" and isinstance(d[1], str):
+        return numpy.dtype(d[1])
+    return None
+
+
+def _full_range(e) -> int:
+    """The steps of loop `e` when its counter runs over 0, 1, ..., n - 1 (in either order),
+    with no break: n; else 0."""
+    if e.prim is not FOR or "brk" in e.params or e.params.get("index") is None or \
+            not (_is_const(e.ins[0], 0) and _is_const(e.ins[2], 1)):
+        return 0
+    return _steps(e)
+
+
+def _reads(eqns, v) -> int:
+    """How many equations of `eqns` (at any depth) read `v`."""
+    n = 0
+    for q in eqns:
+        n += any(a is v for a in q.ins)
+        for b in q.blocks():
+            n += _reads(b.eqns, v) + any(o is v for o in b.outs)
+    return n
+
+
+def stacks_as_steps(eqns: list) -> bool:
+    """The stack on which a loop of n steps (a counter over 0..n-1, no break) saves
+    values for its adjoint loop (the same steps in reverse), each push once per step at
+    the body's top level, becomes one array of steps per push, `(n,) + shape`: the loop
+    writes the step's value at index t (`saved[t] = v`: a loop's carried sum of
+    `scatter_add(v, t)` from zeros, which code generation writes so) and the adjoint
+    reads `saved[t]` where it popped. The saved values are then arrays indexed by the
+    counter, as the input of a loop over time is: `hoist_step_maps` and
+    `batch_step_products` see them. Only for shapes and dtypes known (a specialized
+    variant's) and at most `STEPS_MAX` elements in all. Rewrites in place; whether
+    anything changed."""
+    changed = False
+    for ns in [q for q in eqns if q.prim is NEWSTACK]:
+        changed = _as_steps(eqns, ns) or changed
+    return changed
+
+
+def _as_steps(eqns: list, ns: Eqn) -> bool:
+    s = ns.outs[0]
+    users = [q for q in eqns if q is not ns and _reads([q], s)]
+    if len(users) != 2 or not all(q.prim is FOR for q in users):
+        return False
+    fwd, bwd = users
+    n = _full_range(fwd)
+    if n <= 0 or fwd.params.get("reverse") or not bwd.params.get("reverse") or \
+            _full_range(bwd) != n:
+        return False
+    fbody, bbody = fwd.params["body"], bwd.params["body"]
+    pushes = [q for q in fbody.eqns if q.prim is PUSH]
+    pops = [q for q in bbody.eqns if q.prim is POP]
+    if not pushes or any(q.ins[0] is not s for q in pushes + pops) or \
+            _reads(fbody.eqns, s) != len(pushes) or _reads(bbody.eqns, s) != len(pops) or \
+            "cond" in fwd.params or "cond" in bwd.params:
+        return False
+    tags = [q.params.get("tag") for q in pushes]
+    if len(set(tags)) != len(tags) or [q.params.get("tag") for q in pops] != tags[::-1] or \
+            any(len(q.ins) != 2 for q in pushes) or any(len(q.outs) != 1 for q in pops):
+        return False  # (a push of several values: left as it is)
+    total = 0
+    for push, pop in zip(pushes, reversed(pops)):
+        v, o = push.ins[1], pop.outs[0]
+        shape = known_shape(v) if isinstance(v, Var) and v.kind == "array" else None
+        if shape is None or _float_dtype(v) is None or o.sclass != v.sclass or \
+                o.dclass != v.dclass:
+            return False
+        total += n * int(numpy.prod(shape))
+    if total > STEPS_MAX:
+        return False
+    carry = fwd.params["carry"]
+    follows = {}  # a push of a carried value -> the push of its next value, a later one
+    for push in pushes:
+        j = next((j for j, c in enumerate(carry) if c is push.ins[1]), None)
+        init = fwd.ins[3 + j] if j is not None else None
+        later = [q for q in pushes[pushes.index(push) + 1:] if j is not None and
+                 q.ins[1] is fbody.outs[j]]
+        if later and isinstance(init, Var) and init.sclass == push.ins[1].sclass and \
+                init.dclass == push.ins[1].dclass:
+            follows[id(push)] = later[0]
+    made, after, saved_of = [], [], {}
+    findex, bindex = fwd.params["index"], bwd.params["index"]
+    for push, pop in zip(pushes, reversed(pops)):
+        v = push.ins[1]
+        shape = (n,) + tuple(known_shape(v))
+
+        def steps_var(hint=v.hint + "_steps", shape=shape):
+            return Var(hint, "array", staging_known(shape), v.dclass)
+        if id(push) in follows:  # the step's start is the previous step's end: the initial
+            # value, then every step's end but the last
+            fbody.eqns.remove(push)
+            init = fwd.ins[3 + next(j for j, c in enumerate(carry) if c is v)]
+            first, rest, saved = (steps_var(shape=(1,) + shape[1:]),
+                                  steps_var(shape=(n - 1,) + shape[1:]), steps_var())
+            after += [
+                Eqn(ops.reshape, [init, (1,) + shape[1:]], [first], {}, push.loc, push.phase),
+                Eqn(ops.getitem, [follows[id(push)], slice(None, n - 1)], [rest], {}, push.loc,
+                    push.phase),
+                Eqn(ops.concatenate, [first, rest], [saved], {"axis": 0}, push.loc, push.phase)]
+            k = bbody.eqns.index(pop)
+            bbody.eqns[k] = Eqn(ops.getitem, [saved, bindex], list(pop.outs), {}, pop.loc,
+                                pop.phase)
+            continue
+        zeros, carry_in, placed, nxt, saved = (steps_var() for _ in range(5))
+        saved_of[id(push)] = saved
+        made.append(Eqn(ops.zeros, [shape], [zeros], {"dtype": _float_dtype(v).name}, ns.loc,
+                         ns.phase))
+        k = fbody.eqns.index(push)
+        fbody.eqns[k:k + 1] = [
+            Eqn(ops.scatter_add, [v, findex, shape], [placed], {}, push.loc, push.phase),
+            Eqn(ops.add, [carry_in, placed], [nxt], {}, push.loc, push.phase)]
+        carry.append(carry_in)
+        fbody.outs.append(nxt)
+        fwd.ins.append(zeros)
+        fwd.outs.append(saved)
+        k = bbody.eqns.index(pop)
+        bbody.eqns[k] = Eqn(ops.getitem, [saved, bindex], list(pop.outs), {}, pop.loc,
+                            pop.phase)
+    for q in after:  # (the saved ends, known now)
+        q.ins = [saved_of[id(a)] if any(a is p for p in pushes) else a for a in q.ins]
+    k = eqns.index(fwd)
+    eqns[k + 1:k + 1] = after
+    k = eqns.index(ns)
+    eqns[k:k + 1] = made
+    return True
+
+
+def hoist_step_maps(eqns: list) -> bool:
+    """An elementwise equation in the body of a loop over every index t of the first axis
+    of arrays made outside it (0..n-1, in either order, no break), that reads those arrays
+    at t (`x[t]`), values made outside the loop (broadcast into the step's trailing axes)
+    and numbers only, is the same equation on the whole arrays, indexed at t: made once
+    before the loop, one call instead of n. `1 - h[t] ** 2` of an RNN's adjoint becomes
+    `(1 - h ** 2)[t]`. Only where shapes are known (a specialized variant's), for results
+    of at most `STEP_MAP_MAX` elements, and in loops with no statement run as written
+    (which might change an array between steps). Rewrites in place; whether anything
+    changed."""
+    changed = False
+    k = 0
+    while k < len(eqns):
+        e = eqns[k]
+        for b in e.blocks():
+            changed = hoist_step_maps(b.eqns) or changed
+        hoisted = _step_maps(e) if e.prim is FOR else []
+        eqns[k:k] = hoisted
+        k += len(hoisted) + 1
+        changed = changed or bool(hoisted)
+    return changed
+
+
+def _runs_python(eqns) -> bool:
+    return any(q.prim is PYTHON or _runs_python([w for b in q.blocks() for w in b.eqns])
+               for q in eqns)
+
+
+def _step_maps(e) -> list:
+    n = _full_range(e)
+    body = e.params["body"]
+    if n <= 0 or _runs_python(body.eqns):
+        return []
+    index = e.params["index"]
+    inside = {o.id for q in body.eqns for o in iter_vars([q.outs])} | \
+        {c.id for c in e.params["carry"]} | {index.id}
+    whole = {}  # id of a value of the step -> the array of every step's, made outside
+
+    def outer(v) -> bool:
+        return isinstance(v, Var) and v.id not in inside
+
+    for q in body.eqns:
+        if q.prim is ops.getitem and len(q.ins) == 2 and q.ins[1] is index and \
+                outer(q.ins[0]) and q.ins[0].kind == "array" and not q.params:
+            xs, s = known_shape(q.ins[0]), known_shape(q.outs[0])
+            if xs is not None and s is not None and tuple(xs) == (n,) + tuple(s) and \
+                    q.ins[0].dclass == q.outs[0].dclass:
+                whole[q.outs[0].id] = q.ins[0]
+    hoisted = []
+    for k, q in enumerate(body.eqns):
+        if not q.prim.elementwise or not q.prim.pure or q.blocks() or len(q.outs) != 1:
+            continue
+        o = q.outs[0]
+        s = known_shape(o)
+        if s is None or o.kind != "array" or n * int(numpy.prod(s)) > STEP_MAP_MAX or \
+                not any(isinstance(a, Var) and a.id in whole for a in q.ins):
+            continue
+        ins = []
+        for a in q.ins:
+            if isinstance(a, Var) and a.id in whole:
+                if len(known_shape(a)) != len(s):
+                    break
+                ins.append(whole[a.id])
+            elif isinstance(a, Var):
+                sa = known_shape(a)
+                if not outer(a) or a.kind != "array" or sa is None or len(sa) > len(s):
+                    break
+                ins.append(a)
+            elif isinstance(a, numbers.Number) and not isinstance(a, bool):
+                ins.append(a)
+            else:
+                break
+        else:
+            all_steps = Var(o.hint + "_all", "array", staging_known((n,) + tuple(s)), o.dclass)
+            hoisted.append(Eqn(q.prim, ins, [all_steps], dict(q.params), q.loc, q.phase))
+            body.eqns[k] = Eqn(ops.getitem, [all_steps, index], [o], {}, q.loc, q.phase)
+            whole[o.id] = all_steps
+    return hoisted

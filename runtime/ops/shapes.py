@@ -351,8 +351,8 @@ sum_to = defop("sum_to", sum_to_impl, vjp_sum_to, nondiff=(1,), view=True, reads
                spell=call("sum_to"), doc="sum down to a shape: the reverse of broadcasting", dtype="same_if_float", shape_arg=1)
 concatenate = defop("concatenate", _concatenate, vjp_concatenate, variadic=True,
                     reads_inputs=False, defaults=dict(axis=0), kind="movement", dtype="same", fresh=True)
-concatenate.spell = lambda ins, params, d: (
-    f"np.concatenate([{', '.join(ins)}]"
+concatenate.spell = lambda ins, params, d: (  # (a tuple: numba takes one, not a list)
+    f"np.concatenate(({', '.join(ins)}{',' if len(ins) == 1 else ''})"
     + ("" if params.get("axis", 0) == 0 else f", axis={params['axis']!r}") + ")")
 stack = defop("stack", _stack, vjp_stack, variadic=True, reads_inputs=False,
               defaults=dict(axis=0), kind="movement", dtype="same", fresh=True)
