@@ -213,7 +213,9 @@ class Reads:
         if t in (set, frozenset) and all(type(x) in _ATOMS for x in v):
             return ("atoms", t, frozenset(v), None)
         if isinstance(v, types.MethodType):
-            return ("method", v.__func__, v.__self__)
+            return ("method", v.__func__, v.__self__, _code_of(v.__func__))
+        if isinstance(v, types.FunctionType):  # its code and defaults were compiled in
+            return ("fn", v) + _code_of(v)
         if isinstance(v, types.BuiltinMethodType) and \
                 not isinstance(getattr(v, "__self__", None), (types.ModuleType, type(None))):
             return ("method", v.__name__, v.__self__)
@@ -221,6 +223,19 @@ class Reads:
 
 
 _CONTENTS = ("atoms", "seq", "map")  # snapshots that cover what a container holds
+
+
+def _code_of(fn) -> tuple:
+    """What of a Python function its compiled caller took as it was: the code (replaced
+    in place by a reload: `f.__code__ = ...`) and the default values."""
+    return (getattr(fn, "__code__", None), getattr(fn, "__defaults__", None),
+            getattr(fn, "__kwdefaults__", None))
+
+
+def _same_code(fn, code: tuple) -> bool:
+    return getattr(fn, "__code__", None) is code[0] and \
+        getattr(fn, "__defaults__", None) is code[1] and \
+        getattr(fn, "__kwdefaults__", None) is code[2]
 
 
 def _under(p: Path, q: Path) -> bool:
@@ -280,25 +295,28 @@ def matches(v, snap) -> bool:
         items = snap[1]
         return type(v) is dict and tuple(v) == tuple(k for k, _ in items) and \
             all(matches(v[k], s) for k, s in items)
+    if kind == "fn":
+        return v is snap[1] and _same_code(v, snap[2:])
     if kind == "method":
         if isinstance(v, types.MethodType):
-            return v.__func__ is snap[1] and v.__self__ is snap[2]
+            return v.__func__ is snap[1] and v.__self__ is snap[2] and \
+                _same_code(v.__func__, snap[3])
         return getattr(v, "__name__", None) == snap[1] and \
             getattr(v, "__self__", None) is snap[2]
     raise AssertionError(f"unknown guard {kind!r}")
 
 
 def with_defaults(check, fun):
-    """`check`, also false once `fun`'s default argument values are replaced (its
-    `__defaults__` or `__kwdefaults__` set anew: the compiled code took them as they were).
-    `check` itself for a function with no defaults."""
+    """`check`, also false once `fun`'s code or default argument values are replaced (its
+    `__code__`, as a reload does, or its `__defaults__` or `__kwdefaults__` set anew: the
+    compiled code took them as they were)."""
     fn = getattr(fun, "__func__", fun)
-    d, k = getattr(fn, "__defaults__", None), getattr(fn, "__kwdefaults__", None)
-    if d is None and k is None:
+    code = _code_of(fn)
+    if code[0] is None:  # (not a Python function: a builtin, a callable object's class)
         return check
     if check is None:
-        return lambda: fn.__defaults__ is d and fn.__kwdefaults__ is k
-    return lambda: fn.__defaults__ is d and fn.__kwdefaults__ is k and check()
+        return lambda: _same_code(fn, code)
+    return lambda: _same_code(fn, code) and check()
 
 
 def with_call(check, obj, func):

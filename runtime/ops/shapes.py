@@ -271,6 +271,9 @@ def _cast_like(x, like):
     dt = getattr(like, "dtype", None)
     if dt is None or getattr(x, "dtype", None) == dt:
         return x
+    if isinstance(like, numpy.generic) and isinstance(x, (numpy.ndarray, numpy.generic)) and \
+            x.ndim == 0:
+        return dt.type(x)  # (a numpy scalar's: a numpy scalar, as numpy's arithmetic gives)
     return get_xp(x).asarray(x, dtype=dt)
 
 
