@@ -1,0 +1,80 @@
+"""Loops over time written as people write them, for tests/compiler/test_steps.py."""
+import numpy as np
+
+
+def rnn(Wx, Wh, b, X, h0):
+    h = h0
+    for t in range(X.shape[0]):
+        h = np.tanh(X[t] @ Wx + h @ Wh + b)
+    return np.sum(h * h)
+
+
+def gru_like(Wz, Wh, X, h0):
+    """Two gates' worth of saved values per step, a product of two of them."""
+    h = h0
+    for t in range(X.shape[0]):
+        z = 1.0 / (1.0 + np.exp(-(X[t] @ Wz + h @ Wh)))
+        c = np.tanh(X[t] @ Wh + h)
+        h = z * h + (1.0 - z) * c
+    return np.sum(h ** 2)
+
+
+def decayed_sum(w, X):
+    """A forward loop whose elementwise work on X[t] is the same at every step."""
+    s = np.zeros_like(w)
+    for t in range(X.shape[0]):
+        s = 0.9 * s + np.exp(-X[t] ** 2) * w
+    return np.sum(s * s)
+
+
+def rnn_break(Wx, Wh, b, X, h0):
+    h = h0
+    for t in range(X.shape[0]):
+        h = np.tanh(X[t] @ Wx + h @ Wh + b)
+        if np.max(h) > 10.0:                     # never true: the loop's length is not known
+            break
+    return np.sum(h * h)
+
+
+def rnn_branch(Wx, Wh, b, X, h0):
+    """A value saved in one branch of the step only."""
+    h = h0
+    for t in range(X.shape[0]):
+        a = X[t] @ Wx + h @ Wh + b
+        if t % 2 == 0:
+            h = np.tanh(a)
+        else:
+            h = np.sin(a)
+    return np.sum(h * h)
+
+
+def rnn_nested(Wx, Wh, b, X, h0):
+    h = h0
+    for epoch in range(2):
+        for t in range(X.shape[0]):
+            h = np.tanh(X[t] @ Wx + h @ Wh + b)
+    return np.sum(h * h)
+
+
+def rnn_logged(Wx, Wh, b, X, h0):
+    """A statement that runs as written in the step (it reads a value, changes nothing)."""
+    h = h0
+    norms = []
+    for t in range(X.shape[0]):
+        h = np.tanh(X[t] @ Wx + h @ Wh + b)
+        norms.append(float(np.linalg.norm(h)))
+    return np.sum(h * h)
+
+
+def rnn_inputs(T=6, batch=2, d_in=3, d_hidden=4, dtype=np.float64):
+    rng = np.random.default_rng(7)
+    return tuple(a.astype(dtype) for a in (
+        rng.normal(0.0, 0.5, (d_in, d_hidden)), rng.normal(0.0, 0.4, (d_hidden, d_hidden)),
+        rng.normal(0.0, 0.1, d_hidden), rng.normal(size=(T, batch, d_in)),
+        rng.normal(0.0, 0.1, (batch, d_hidden))))
+
+
+def gru_inputs(T=5, batch=2, d=3):
+    rng = np.random.default_rng(8)
+    return (rng.normal(0.0, 0.5, (d, d)), rng.normal(0.0, 0.5, (d, d)),
+            rng.normal(size=(T, batch, d)), rng.normal(0.0, 0.1, (batch, d)))

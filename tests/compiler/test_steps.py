@@ -1,0 +1,97 @@
+"""A specialized variant's loops over time (srcgrad.optimize.stacks_as_steps,
+hoist_step_maps): the values a loop saves for its adjoint are kept in arrays of steps,
+and elementwise work on every step's values is made once before the loop. Each gradient
+is checked against finite differences and the shape-polymorphic code (which keeps its
+stacks), on numpy and, where numba is installed, on the numba backend; the generated
+source shows what was rewritten and what was left alone."""
+from __future__ import annotations
+
+import importlib.util
+import warnings
+
+import numpy as np
+import pytest
+
+import srcgrad
+from compiler_helpers import finite_differences
+
+import steps_user as U
+
+BACKENDS = ["numpy"] + (["numba"] if importlib.util.find_spec("numba") else [])
+
+CASES = {
+    "rnn": (U.rnn, U.rnn_inputs(), (0, 1, 2)),
+    "gru": (U.gru_like, U.gru_inputs(), (0, 1, 3)),
+    "decayed_sum": (U.decayed_sum, (np.linspace(-1.0, 1.0, 4),
+                                    np.linspace(-2.0, 2.0, 20).reshape(5, 4)), (0,)),
+    "break": (U.rnn_break, U.rnn_inputs(), (0, 1, 2)),
+    "branch": (U.rnn_branch, U.rnn_inputs(), (0, 1, 2)),
+    "nested": (U.rnn_nested, U.rnn_inputs(T=3), (0, 1, 2)),
+    "logged": (U.rnn_logged, U.rnn_inputs(), (0, 1)),
+}
+
+
+def _specialized(fn, args, wrt, backend, strict=True):
+    g = srcgrad.grad(fn, wrt=wrt, cache=False, backend=backend)
+    with warnings.catch_warnings():
+        if strict:  # (no fallback to the numpy code)
+            warnings.simplefilter("error", RuntimeWarning)
+        else:  # (numba refuses the statement that runs as written in rnn_logged)
+            warnings.simplefilter("ignore", RuntimeWarning)
+        src = g.specialized_source(*args)
+    return g, src
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_loops_over_time_give_the_gradient(case, backend):
+    fn, args, wrt = CASES[case]
+    g, _ = _specialized(fn, args, wrt, backend, strict=case != "logged")
+    want = srcgrad.grad(fn, wrt=wrt, specialize=False, cache=False)(*args)
+    for _ in range(4):  # (the variant runs from the third call)
+        got = g(*args)
+        for k, (a, b) in enumerate(zip(got, want)):
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(a, finite_differences(fn, args, wrt[k]), rtol=1e-5,
+                                       atol=1e-7)
+
+
+def _body(src):
+    return src.split("return general", 1)[1]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_rnn_saves_its_states_in_one_array_and_its_tanh_derivative_is_made_once(backend):
+    _, src = _specialized(*CASES["rnn"], backend)
+    body = _body(src)
+    assert ".append(" not in body and ".pop()" not in body, src  # no stack
+    lines = [ln for ln in body.splitlines() if not ln.strip().startswith("#")]
+    adjoint = [i for i, ln in enumerate(lines) if ln.strip().startswith("for ")][-1]
+    assert any("np.square(" in ln for ln in lines[:adjoint]), src  # 1 - h**2, all steps
+    assert not any("np.square(" in ln for ln in lines[adjoint:]), src
+    assert "np.concatenate((" in body, src  # the states before each step: h0, then ends
+
+
+def test_elementwise_work_on_each_step_of_an_input_is_made_once_before_the_loop():
+    _, src = _specialized(*CASES["decayed_sum"], "numpy")
+    lines = [ln for ln in _body(src).splitlines() if not ln.strip().startswith("#")]
+    loop = next(i for i, ln in enumerate(lines) if ln.strip().startswith("for t in range("))
+    assert any("np.exp(" in ln for ln in lines[:loop]), src
+    assert not any("np.exp(" in ln for ln in lines[loop:]), src
+
+
+@pytest.mark.parametrize("case", ["break", "branch"])
+def test_a_loop_of_unknown_length_or_a_value_saved_in_a_branch_keeps_its_stack(case):
+    _, src = _specialized(*CASES[case], "numpy")
+    assert ".pop()" in _body(src), src
+
+
+def test_float32_steps_stay_float32():
+    args = U.rnn_inputs(dtype=np.float32)
+    g, src = _specialized(U.rnn, args, (0, 1, 2), "numpy")
+    assert "'float32'" in src, src
+    want = srcgrad.grad(U.rnn, wrt=(0, 1, 2), specialize=False, cache=False)(*args)
+    for _ in range(4):
+        for a, b in zip(g(*args), want):
+            assert a.dtype == np.float32
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
