@@ -136,20 +136,19 @@ def test_helper_defaults_or_method_code_replaced_is_not_stale(specialize):
     old_defaults, old_code = _scaled.__defaults__, _Model.act.__code__
     g = srcgrad.grad(_loss_with_default, specialize=specialize, cache=False)
     gm = srcgrad.grad(model.loss, specialize=specialize, cache=False)
-    try:
-        for _ in range(5):
+
+    def check(calls):
+        for _ in range(calls):
             x = RNG.normal(size=3)
             np.testing.assert_allclose(g(x), finite_differences(_loss_with_default, (x,), 0),
                                        rtol=1e-6)
             np.testing.assert_allclose(gm(x), finite_differences(
                 lambda y: _Model.loss(model, y), (x,), 0), rtol=1e-6)
+
+    try:
+        check(5)
         _scaled.__defaults__ = (3.0,)
         _Model.act.__code__ = _ModelEdited.act.__code__
-        for _ in range(2):
-            x = RNG.normal(size=3)
-            np.testing.assert_allclose(g(x), finite_differences(_loss_with_default, (x,), 0),
-                                       rtol=1e-6)
-            np.testing.assert_allclose(gm(x), finite_differences(
-                lambda y: _Model.loss(model, y), (x,), 0), rtol=1e-6)
+        check(2)
     finally:
         _scaled.__defaults__, _Model.act.__code__ = old_defaults, old_code
