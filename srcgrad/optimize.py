@@ -1306,55 +1306,49 @@ def _as_steps(eqns: list, ns: Eqn) -> bool:
     if total > STEPS_MAX:
         return False
     carry = fwd.params["carry"]
-    follows = {}  # a push of a carried value -> the push of its next value, a later one
-    for push in pushes:
+
+    def steps_var(v, steps):
+        return Var(v.hint + "_steps", "array", staging_known((steps,) + tuple(known_shape(v))),
+                   v.dclass)
+    saved = {id(push): steps_var(push.ins[1], n) for push in pushes}  # every step's value
+    follows = {}  # a push of a carried value -> (its initial value, the push of its next)
+    for i, push in enumerate(pushes):
         j = next((j for j, c in enumerate(carry) if c is push.ins[1]), None)
         init = fwd.ins[3 + j] if j is not None else None
-        later = [q for q in pushes[pushes.index(push) + 1:] if j is not None and
-                 q.ins[1] is fbody.outs[j]]
+        later = [q for q in pushes[i + 1:] if j is not None and q.ins[1] is fbody.outs[j]]
         if later and isinstance(init, Var) and init.sclass == push.ins[1].sclass and \
                 init.dclass == push.ins[1].dclass:
-            follows[id(push)] = later[0]
-    made, after, saved_of = [], [], {}
+            follows[id(push)] = (init, later[0])
+    made, after = [], []
     findex, bindex = fwd.params["index"], bwd.params["index"]
     for push, pop in zip(pushes, reversed(pops)):
-        v = push.ins[1]
-        shape = (n,) + tuple(known_shape(v))
-
-        def steps_var(hint=v.hint + "_steps", shape=shape):
-            return Var(hint, "array", staging_known(shape), v.dclass)
+        v, out = push.ins[1], saved[id(push)]
+        k = bbody.eqns.index(pop)
+        bbody.eqns[k] = Eqn(ops.getitem, [out, bindex], list(pop.outs), {}, pop.loc,
+                            pop.phase)
         if id(push) in follows:  # the step's start is the previous step's end: the initial
             # value, then every step's end but the last
+            init, end = follows[id(push)]
+            first, rest = steps_var(v, 1), steps_var(v, n - 1)
             fbody.eqns.remove(push)
-            init = fwd.ins[3 + next(j for j, c in enumerate(carry) if c is v)]
-            first, rest, saved = (steps_var(shape=(1,) + shape[1:]),
-                                  steps_var(shape=(n - 1,) + shape[1:]), steps_var())
             after += [
-                Eqn(ops.reshape, [init, (1,) + shape[1:]], [first], {}, push.loc, push.phase),
-                Eqn(ops.getitem, [follows[id(push)], slice(None, n - 1)], [rest], {}, push.loc,
+                Eqn(ops.reshape, [init, known_shape(first)], [first], {}, push.loc, push.phase),
+                Eqn(ops.getitem, [saved[id(end)], slice(None, n - 1)], [rest], {}, push.loc,
                     push.phase),
-                Eqn(ops.concatenate, [first, rest], [saved], {"axis": 0}, push.loc, push.phase)]
-            k = bbody.eqns.index(pop)
-            bbody.eqns[k] = Eqn(ops.getitem, [saved, bindex], list(pop.outs), {}, pop.loc,
-                                pop.phase)
+                Eqn(ops.concatenate, [first, rest], [out], {"axis": 0}, push.loc, push.phase)]
             continue
-        zeros, carry_in, placed, nxt, saved = (steps_var() for _ in range(5))
-        saved_of[id(push)] = saved
-        made.append(Eqn(ops.zeros, [shape], [zeros], {"dtype": _float_dtype(v).name}, ns.loc,
-                         ns.phase))
+        zeros, carry_in, placed, nxt = (steps_var(v, n) for _ in range(4))
+        made.append(Eqn(ops.zeros, [known_shape(out)], [zeros],
+                        {"dtype": _float_dtype(v).name}, ns.loc, ns.phase))
         k = fbody.eqns.index(push)
         fbody.eqns[k:k + 1] = [
-            Eqn(ops.scatter_add, [v, findex, shape], [placed], {}, push.loc, push.phase),
+            Eqn(ops.scatter_add, [v, findex, known_shape(out)], [placed], {}, push.loc,
+                push.phase),
             Eqn(ops.add, [carry_in, placed], [nxt], {}, push.loc, push.phase)]
         carry.append(carry_in)
         fbody.outs.append(nxt)
         fwd.ins.append(zeros)
-        fwd.outs.append(saved)
-        k = bbody.eqns.index(pop)
-        bbody.eqns[k] = Eqn(ops.getitem, [saved, bindex], list(pop.outs), {}, pop.loc,
-                            pop.phase)
-    for q in after:  # (the saved ends, known now)
-        q.ins = [saved_of[id(a)] if any(a is p for p in pushes) else a for a in q.ins]
+        fwd.outs.append(out)
     k = eqns.index(fwd)
     eqns[k + 1:k + 1] = after
     k = eqns.index(ns)
