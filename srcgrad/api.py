@@ -294,6 +294,19 @@ class CompiledFunction:
                                                                  graph.inputs),
                             [out], graph.name, graph.named), "lowering", extra_inputs=())
         self._extra = []  # inputs the generated function takes after the user's parameters
+        # the `wrt` arguments the prologue makes floating (as_float): those that may be
+        # Python numbers, which stay Python floats (weak scalars, as in the user's code)
+        as_float = [] if same else wrt
+        if spec is not None:  # float arrays by the guard need no as_float
+            floating = {v.id for v, w in zip(graph.inputs, spec)
+                        if isinstance(w, tuple) and w[1].kind == "f"}
+            as_float = [v for v in wrt if v.id not in floating]
+        # the gradients given their argument's kind at run time (`like_arg`): every one
+        # in the polymorphic code, in a variant those of Python numbers and 0-d arrays
+        # (numpy's arithmetic gives scalars of 0-d arrays)
+        self._like_arg = set() if same else {
+            v.id for v in wrt} if spec is None else {
+            v.id for v, w in zip(graph.inputs, spec) if not (isinstance(w, tuple) and w[0])}
         b, returns, check, nested = self._adjoint(fwd, wrt, out, aux)
         # the value whose shape is checked at run time is an output like the others: the
         # optimizer may replace it (`a + a` -> `2 * a`) and fusion must keep it
@@ -346,11 +359,6 @@ class CompiledFunction:
         returns = opt.outputs[0]
         check = _scalar_check(opt.outputs[1]) if check is not None else None
         fname = f"{self.kind}_{_ident(self.fun.__name__)}" + ("_same_shapes" if same else "")
-        as_float = [] if same else wrt
-        if spec is not None:  # float arrays by the guard need no as_float
-            floating = {v.id for v, w in zip(graph.inputs, spec)
-                        if isinstance(w, tuple) and w[1].kind == "f"}
-            as_float = [v for v in wrt if v.id not in floating]
         fc = self._function_code(fname, src, opt, returns, b.named, as_float, check, nested)
         if spec is not None:
             # (the inputs after the user's parameters, hvp's tangent: the guard tests them
@@ -429,10 +437,15 @@ class CompiledFunction:
         with staging(b):
             b.loc, b.phase = None, "bwd"
             out = []
+            kinds = getattr(self, "_like_arg", ())
             for g, v in zip(grads, wrt):
                 if g is None:
                     b.hint = "d" + v.hint
                     g = ops.zeros_like(v)
+                    b.named.add(g.id)
+                if v.id in kinds:  # (a Python number's: a numpy float64 scalar...)
+                    b.hint = "d" + v.hint
+                    g = ops.like_arg(g, v)
                     b.named.add(g.id)
                 out.append(g)
         if self._tree is not None:  # each structured argument's gradient: its structure

@@ -451,18 +451,19 @@ def _render_structure(obj, leaf) -> str:
     return leaf(obj)
 
 
-def _render_paths(obj, base: str) -> str:
+def _render_paths(obj, base: str, item=None) -> str:
     """Structure `obj` rebuilt from `base`, a value of its shape (`base[0][1]`...), a 0-d
-    leaf as its item (`base[0][()]`)."""
+    leaf as its item (`base[0][()]`; `item(path, v)` writes a leaf)."""
+    item = item or _item
     if isinstance(obj, (tuple, list)):
-        inner = [_render_paths(o, f"{base}[{k}]") for k, o in enumerate(obj)]
+        inner = [_render_paths(o, f"{base}[{k}]", item) for k, o in enumerate(obj)]
         if isinstance(obj, list):
             return "[" + ", ".join(inner) + "]"
         return f"({inner[0]},)" if len(inner) == 1 else f"({', '.join(inner)})"
     if isinstance(obj, dict):
-        return "{" + ", ".join(f"{literal(k)}: {_render_paths(v, f'{base}[{literal(k)}]')}"
+        return "{" + ", ".join(f"{literal(k)}: {_render_paths(v, f'{base}[{literal(k)}]', item)}"
                                for k, v in obj.items()) + "}"
-    return _item(base, obj) if isinstance(obj, Var) and obj.kind == "array" else base
+    return item(base, obj) if isinstance(obj, Var) and obj.kind == "array" else base
 
 
 def _render_return(em: _Emitter, obj) -> str:
@@ -486,6 +487,15 @@ def _emit_function(fc: FunctionCode, namer: _Namer, em: _Emitter, inputs, indent
     em.maybe_py.update(v.id for v in inputs if v.id not in fc.floats)
     _collect(fc.eqns, em)
     _python_numbers(fc.eqns, em.maybe_py)
+    # values that may be Python objects that `a += b` would change in place (a list, an
+    # array a statement run as written returned) rather than rebind
+    em.maybe_object = set(em.maybe_py)
+    # a Python number made floating by the prologue stays a Python float (numpy treats
+    # it as weak, as in the user's function): it has no .shape to read, but `a += b` of
+    # one, or of a value computed from it, rebinds `a` as `a = a + b` would
+    if fc.as_float:
+        em.maybe_py.update(v.id for v in fc.as_float)
+        _python_numbers(fc.eqns, em.maybe_py)
     em.floating = _floating_values(fc.eqns, getattr(em, "floating", set()) | fc.floats)
     extra = {v.id for v in fc.extra}
     for v in inputs:
@@ -537,7 +547,8 @@ def _emit_function(fc: FunctionCode, namer: _Namer, em: _Emitter, inputs, indent
 def _guard(fast, mod: _Module) -> list:
     """The test that sends a call to the same-shape variant, and the call."""
     fast_fc, ws, params = fast
-    ndarray, kind = mod.g("ndarray"), f"{ws[0]}.dtype.kind == 'f'"
+    # (arrays of one dimension or more: numpy's arithmetic turns 0-d ones into scalars)
+    ndarray, kind = mod.g("ndarray"), f"{ws[0]}.dtype.kind == 'f' and {ws[0]}.ndim"
     parts = ([" and ".join(f"{mod.g('type')}({w}) is {ndarray}" for w in ws) + f" and {kind}"] +
              [f"{w}.shape == {ws[0]}.shape and {w}.dtype == {ws[0]}.dtype" for w in ws[1:]])
     cond = "\n            and ".join(parts)
@@ -667,7 +678,8 @@ def _maybe_numbers(e, maybe, pushed) -> list:
                 if maybe(a) or maybe(b)]
     if op.elementwise and e.outs and e.var_ins() and all(maybe(a) for a in e.ins):
         return [e.outs[0].id]
-    if op is _shapes.sum_to and maybe(e.ins[0]):  # returns a number it is given as is
+    if (op is _shapes.sum_to or op.view and not op.fresh) and e.outs and maybe(e.ins[0]):
+        # returns a number it is given as is (sum_to, cast_like, stop_gradient...)
         return [e.outs[0].id]
     if op is _shapes.to_float:  # float(x), math.sqrt(x): a Python float
         return [e.outs[0].id]
@@ -827,8 +839,14 @@ class _BlockCtx:
                                          f"{em.src(g)}"))
             elif _compiled_body(em.mod) and e.prim.name == "cast_like" and \
                     jit_dtype(e.ins[1]) is not None:  # (the helper is Python)
-                lines.append(f"{ind}{self.name(o)} = {em.src(e.ins[0])}.astype("
-                             f"{em.mod.g('np')}.{jit_dtype(e.ins[1])})")
+                x, dt = e.ins[0], f"{em.mod.g('np')}.{jit_dtype(e.ins[1])}"
+                if isinstance(x, Var) and loop_shape(x) != ():
+                    lines.append(f"{ind}{self.name(o)} = {em.src(x)}.astype({dt})")
+                else:  # (a number, or a scalar numba holds as one: no .astype)
+                    lines.append(f"{ind}{self.name(o)} = {dt}({em.src(x)})")
+            elif _compiled_body(em.mod) and e.prim is _shapes.like_arg:
+                # (the Python entry gives the result its argument's kind)
+                lines.append(f"{ind}{self.name(o)} = {em.src(e.ins[0])}")
             elif _compiled_body(em.mod) and _loop_product(e):
                 # (BLAS costs more to call than a product this small costs to compute)
                 name = em.mod.bind("_matmul")
@@ -1211,7 +1229,7 @@ class _BlockCtx:
         if isinstance(b, Var) and b is a:
             return False
         made = self.made.get(a.id)
-        if made is None or not made.prim.updatable or a.id in self.em.maybe_py:
+        if made is None or not made.prim.updatable or a.id in self.em.maybe_object:
             return False
         return self._owns(a, i, last_use) and self._only_fresh_readers(a, eqns, i)
 
@@ -1688,8 +1706,19 @@ def _emit_jit_entry(fc, namer, mod: _Module, inputs, lines):
     other_layout = [f"    except ({mod.g('TypeError')}, {mod.g('NotImplementedError')}):  "
                     "# another memory layout, or a reshape numba cannot do",
                     f"        return {mod.general()}({_spec_args(fc, namer)})"]
-    if results is None and not any(isinstance(v, Var) and loop_shape(v) == ()
-                                   for v in iter_vars(fc.returns)):
+    # each gradient in its argument's kind (like_arg): made here, in Python (the compiled
+    # function passes it on as it is)
+    returned = {v.id for v in iter_vars(fc.returns)}
+    later = {e.outs[0].id: e.ins[1] for e in fc.eqns if e.prim is _shapes.like_arg and
+             isinstance(e.ins[1], Var) and e.outs[0].id in returned}
+    like = mod.g("like_arg") if later else None
+
+    def item_of(name, v):
+        x = later.get(v.id)
+        got = _item(name, v)
+        return got if x is None else f"{like}({got}, {namer.names[x.id]})"
+    if results is None and not later and not any(isinstance(v, Var) and loop_shape(v) == ()
+                                                 for v in iter_vars(fc.returns)):
         lines.append("    try:")
         lines.append(f"        return {fc.compiled_name}({', '.join(names)})  "
                      "# compiled by numba")
@@ -1701,7 +1730,7 @@ def _emit_jit_entry(fc, namer, mod: _Module, inputs, lines):
         lines.append(f"        {got} = {fc.compiled_name}({', '.join(names)})  "
                      "# compiled by numba")
         lines.extend(other_layout)
-        lines.append(f"    return {_render_paths(fc.returns, got)}")
+        lines.append(f"    return {_render_paths(fc.returns, got, item_of)}")
     else:
         # numpy allocates the results and the compiled function writes them: numba would
         # box each array it returns (a few hundred ns apiece)
@@ -1715,7 +1744,7 @@ def _emit_jit_entry(fc, namer, mod: _Module, inputs, lines):
                      "# compiled by numba: it writes the results")
         lines.extend(other_layout)
         # (a 0-d result as numpy's reductions give it: a numpy scalar, `out[()]`)
-        lines.append(f"    return {_render_structure(fc.returns, lambda v: _item(outer[v.id], v))}")
+        lines.append(f"    return {_render_structure(fc.returns, lambda v: item_of(outer[v.id], v))}")
         fc.out_params = [(v, inner.fresh("out_" + v.hint, True)) for v in results]
         mod.out_types = [(list(loop_shape(v)), jit_dtype(v)) for v in results]
     lines += ["", ""]
@@ -1785,7 +1814,7 @@ def _loop_names(mod: _Module, params, ndim: int):
     sub = _Namer(mod.local_reserved | set(params))
     mod.namers.append(sub)
     em = _Emitter(sub, mod)
-    em.maybe_py = set()
+    em.maybe_py, em.maybe_object = set(), set()
     idx = [sub.fresh(n, True) for n in "ijkl"[:ndim]] if ndim <= 4 else \
         [sub.fresh("i", False) for _ in range(ndim)]
     return sub, em, idx

@@ -16,6 +16,7 @@ do...) share their inputs' roots.
 from __future__ import annotations
 
 from runtime.ops.core import Primitive
+from runtime.ops.shapes import like_arg
 
 from .ir import COND, FOR, NEWSTACK, POP, PUSH, PYTHON, WHILE, Eqn, Var, iter_vars
 
@@ -109,9 +110,23 @@ def fresh_returns(eqns, returns, primal=None):
         for v in iter_vars(returns[primal]):
             claimed |= _of(v, roots)
     copies = []
+    # (a gradient in its argument's kind, `like_arg`, may be a numpy scalar: its input is
+    # copied where it must be, as np.copy would make a scalar a 0-d array)
+    as_number = {e.outs[0].id: e for e in eqns if e.prim is like_arg}
+    moved = set()
 
     def own(v):
         if not isinstance(v, Var) or v.kind != "array":
+            return v
+        made = as_number.get(v.id)
+        if made is not None:
+            g = own(made.ins[0])
+            if g is made.ins[0]:
+                return v
+            if id(made) in moved:  # (returned twice: a second copy, a second scalar)
+                v = Var(v.hint, "array", v.sclass, v.dclass)
+            moved.add(id(made))  # (after the copy, in place of the one before it)
+            copies.append(Eqn(like_arg, [g, made.ins[1]], [v], {}, None, "bwd"))
             return v
         r = _of(v, roots)
         if not (r & claimed or any(t[0] in ("external", "read-only") for t in r)):
@@ -125,6 +140,8 @@ def fresh_returns(eqns, returns, primal=None):
         new_returns = _map(returns, own)
     else:
         new_returns = tuple(r if k == primal else _map(r, own) for k, r in enumerate(returns))
+    if moved:
+        eqns = [e for e in eqns if id(e) not in moved]
     return (eqns + copies if copies else eqns), new_returns
 
 

@@ -284,6 +284,8 @@ class Lowerer:
         # in-place update inside one of its own regions cannot rebind a caller's names
         self.depth0 = len(getattr(builder, "_outer", []))
         self.probing = False  # see static_comprehension
+        # ids of the calls of numpy's own Python functions that run as written (see `stmt`)
+        self.as_written: set = set()
 
     # -- errors -----------------------------------------------------------------------------
 
@@ -329,7 +331,27 @@ class Lowerer:
                 what = _UNSUPPORTED_STMT.get(type(node), f"`{type(node).__name__}` statements")
                 raise self.unsupported(what + " are" if what.endswith("s") and not
                                        what.endswith("(generators)") else what + " is", node)
-            method(node) if cont is None else method(node, cont)
+            numpy_calls = self._numpy_calls(node) if isinstance(
+                node, (ast.Assign, ast.AnnAssign, ast.Expr, ast.Return)) else []
+            if not numpy_calls:
+                method(node) if cont is None else method(node, cont)
+                return
+            # numpy's own Python code (np.hanning(n)) is compiled from numpy's source where
+            # srcgrad can (its shapes are then known, its derivative flows); where it cannot
+            # (np.triu_indices), the statement is made again with the call run as written,
+            # the same computation: refused, at this line, if a derivative flows through it
+            b = self.b
+            depth, eqns, at = len(getattr(b, "_outer", [])), b.eqns, len(b.eqns)
+            try:
+                method(node)
+            except SrcgradError:
+                while len(getattr(b, "_outer", [])) > depth:
+                    b.pop_block()
+                if b.eqns is not eqns:
+                    raise
+                del eqns[at:]
+                self.as_written.update(id(n) for n in numpy_calls)
+                self.stmt(node, cont)
         except (SrcgradError, _Return, _EndIter, verbatim.Raised):
             raise
         except StaticValueNeeded as e:
@@ -467,7 +489,15 @@ class Lowerer:
                     receiver is not self.NOPE and \
                     (not local or steps or self.b.reads.path_of(v) is not None):
                 return True
+        if id(call) in self.as_written:
+            return True  # (numpy's own code that srcgrad could not compile: see `stmt`)
         return self.unknown_callee(self.peek(func))
+
+    def _numpy_calls(self, node) -> list:
+        """The calls in statement `node` of numpy's own Python functions, which srcgrad
+        compiles from numpy's source (see `stmt`)."""
+        return [n for n in ast.walk(node) if isinstance(n, ast.Call) and
+                id(n) not in self.as_written and _numpy_python_function(self.peek(n.func))]
 
     def unknown_callee(self, f) -> bool:
         """Would calling `f` (from `peek`) be refused as an unknown function?"""
@@ -1651,6 +1681,15 @@ class Lowerer:
             prim = ops.PRIMITIVES.get(name)
             if prim is not None and not prim.meta:
                 return _BoundMethod(prim, obj, name)
+            if obj.id in self.b.inputs and obj.kind == "array" and \
+                    not hasattr(numpy.ndarray, name):
+                raise self.error(
+                    f"`{ast.unparse(node)}` reads the attribute {name!r} of the argument "
+                    f"`{obj.hint}`, but srcgrad compiles every argument as an array, a "
+                    "number, or a tuple, list or dict of them, and arrays have no such "
+                    "attribute: for an object's method, differentiate the bound method "
+                    "(`srcgrad.grad(model.loss)`, which reads the object's attributes), or "
+                    "pass the values it needs as arguments", node, UnknownFunctionError)
             raise self.error(f"arrays have no supported attribute or method {name!r} here",
                              node, UnknownFunctionError)
         if type(obj) in (float, int, bool) and not hasattr(obj, name) and (
@@ -2033,6 +2072,13 @@ _BUILTIN_CALLS = {
                                         builtins.zip, builtins.enumerate, builtins.reversed,
                                         builtins.isinstance)},
 }
+
+
+def _numpy_python_function(f) -> bool:
+    """A function of numpy's written in Python that srcgrad has no spelling of (whose
+    source it would otherwise compile)."""
+    return isinstance(f, types.FunctionType) and _hashable(f) and lookup(f) is None and \
+        str(getattr(f, "__module__", "")).split(".")[0] == "numpy"
 
 
 def _lowerable(f) -> bool:

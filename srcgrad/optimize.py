@@ -511,6 +511,14 @@ def _rw_float_gate(e, c):
     return _KEEP
 
 
+def _rw_like_arg(e, c):
+    """like_arg(cast_like(g, x), x) is like_arg(g, x): it casts to x's dtype itself."""
+    p = _producer_is(c, e.ins[0], ops.cast_like)
+    if p is None or not c.read_once(e.ins[0]) or p.ins[1] is not e.ins[1]:
+        return _KEEP
+    return ops.like_arg(p.ins[0], e.ins[1])
+
+
 def _rw_copy(e, c):
     """copy(astype(x, d)) where x's dtype is known to be another than d: astype made a new
     array already (`x.astype(np.float64)` of a float32 x)."""
@@ -533,6 +541,7 @@ _REWRITES = {
     ops.cast_like: _rw_cast_like, ops.cast_into: _rw_cast_like,
     ops.broadcast_shapes: _rw_broadcast_shapes,
     ops.convert_like: _rw_convert_like, ops.float_gate: _rw_float_gate, ops.copy: _rw_copy,
+    ops.like_arg: _rw_like_arg,
     _linalg.matmul_grad_a: _rw_bilinear_known, _linalg.matmul_grad_b: _rw_bilinear_known,
 }
 

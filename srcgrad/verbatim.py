@@ -383,8 +383,10 @@ def unsound_error(e, i):
     outs = ", ".join(f"`{w}`" for w in code.writes if "." not in w)
     if code.call is not None:
         fname, lineno, col = code.call
-        msg = (f"call to {fname}, which is neither an op of srcgrad's op set nor a Python "
-               "function with source code, on a value that depends on a differentiated "
+        what = "numpy's own Python code that srcgrad could not compile here" \
+            if fname.split(".")[0] == "numpy" else \
+            "neither an op of srcgrad's op set nor a Python function with source code"
+        msg = (f"call to {fname}, which is {what}, on a value that depends on a differentiated "
                f"argument (`{name}`): srcgrad cannot differentiate it. Such calls run as "
                "written when what they read is not differentiated (random draws, logging); "
                "use a numpy function the op set has (`python -m srcgrad ops` lists them), "

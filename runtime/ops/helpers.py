@@ -19,8 +19,10 @@ from numpy import ndarray as _ndarray  # noqa: E402
 
 
 def as_float(x):
-    """A `wrt` argument as a floating array: Python scalars become float64 0-d arrays;
-    integer or boolean arrays are refused (their gradient would be meaningless)."""
+    """A `wrt` argument as a floating value: a Python int becomes a Python float (a Python
+    float stays one, so numpy still treats it as a weak scalar: `a * x` of a float32 `x`
+    stays float32, as in the user's function); integer or boolean arrays are refused
+    (their gradient would be meaningless)."""
     if type(x) is _ndarray and x.dtype.kind == "f":  # the common case first
         return x
     dt = getattr(x, "dtype", None)
@@ -28,9 +30,7 @@ def as_float(x):
         if isinstance(x, (bool, complex)) or not isinstance(x, (int, float)):
             raise TypeError(f"gradients need floating inputs, got {type(x).__name__} "
                             f"{x!r:.60}")
-        import numpy
-
-        return numpy.float64(x)
+        return float(x)
     if dt.kind == "c":
         raise TypeError(f"gradients need real floating inputs, got an array of dtype {dt}: "
                         "srcgrad differentiates real functions (split a complex value into "

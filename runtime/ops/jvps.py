@@ -21,7 +21,8 @@ __all__ = ["JVP_KIND", "install"]
 LINEAR = {
     "negative", "reshape", "transpose", "swapaxes", "moveaxis", "expand_dims", "squeeze",
     "broadcast_to", "sum_to", "concatenate", "stack", "flip", "getitem", "scatter_add",
-    "setitem", "cast_like", "cast_into", "astype", "sum", "mean", "trace", "trace_transpose",
+    "setitem", "cast_like", "like_arg", "cast_into", "astype", "sum", "mean", "trace",
+    "trace_transpose",
     "to_device",
     "to_float", "copy", "diag", "diag_grad", "diagonal", "diagonal_grad", "tril", "triu", "repeat",
     "repeat_grad", "tile", "tile_grad", "roll", "cumsum",

@@ -11,6 +11,8 @@ the op set:
 """
 from __future__ import annotations
 
+import numpy
+
 from ..backend import get_xp
 from .core import call, defop
 from .shape_rules import matmul_shape
@@ -218,12 +220,12 @@ def _outer(a, b):
 
 def _outer_grad_a(g, a, b):
     xp = get_xp(g, b)
-    return xp.reshape(xp.matmul(g, xp.ravel(b)), a.shape)
+    return xp.reshape(xp.matmul(g, xp.ravel(b)), numpy.shape(a))  # (a may be a number)
 
 
 def _outer_grad_b(g, a, b):
     xp = get_xp(g, a)
-    return xp.reshape(xp.matmul(xp.ravel(a), g), b.shape)
+    return xp.reshape(xp.matmul(xp.ravel(a), g), numpy.shape(b))
 
 
 outer, outer_grad_a, outer_grad_b = _bilinear("outer", _outer, _outer_grad_a, _outer_grad_b,

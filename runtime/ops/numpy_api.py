@@ -748,6 +748,11 @@ spelling(numpy.cumprod, method="cumprod")(_scan(R.cumprod, "numpy.cumprod"))
 
 
 def _int_arg(v, fname, what):
+    if _symbolic(v):
+        raise UnsupportedArgument(
+            f"{fname}(): {what}= must be an integer known when the function is compiled "
+            "(a constant), not a value computed at run time (a shape, in code made for "
+            "every shape)")
     if isinstance(v, (bool, numpy.bool_)) or not isinstance(v, (int, numpy.integer)):
         raise UnsupportedArgument(f"{fname}(): {what}= must be an integer, got {v!r:.40}")
     return int(v)
@@ -1281,13 +1286,17 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, **kw):
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
              device=None):
     _refuse("numpy.linspace", device=device)
-    num = _int_arg(num, "numpy.linspace", "num")
     axis = _int_arg(axis, "numpy.linspace", "axis")
+    if _symbolic(num) and not (_symbolic(start) or _symbolic(stop) or retstep):
+        # a number of samples known at run time only (`x.shape[0]`): numpy makes them
+        y = S.linspace(start, stop, num, endpoint=bool(endpoint), axis=axis)
+        return _as_dtype(y, dtype)
+    num = _int_arg(num, "numpy.linspace", "num")
     if num < 0:
         raise ValueError(f"Number of samples, {num}, must be non-negative.")
     div = (num - 1) if endpoint else num
     if not (_symbolic(start) or _symbolic(stop)):
-        y = S.linspace(start, stop, num=num, endpoint=bool(endpoint), axis=axis)
+        y = S.linspace(start, stop, num, endpoint=bool(endpoint), axis=axis)
         y = _as_dtype(y, dtype)
         if retstep:
             return y, (numpy.divide(numpy.subtract(stop, start), div) if div > 0 else

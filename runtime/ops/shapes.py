@@ -20,7 +20,7 @@ from .shape_rules import arange_shape, creator_shape, eye_shape
 __all__ = [
     "shape", "ndim", "reshape", "transpose", "swapaxes", "moveaxis", "expand_dims", "squeeze",
     "broadcast_to", "sum_to", "concatenate", "stack", "flip", "getitem", "scatter_add",
-    "setitem", "zeros_like", "ones_like", "cast_like", "cast_into", "convert_like", "float_gate", "astype",
+    "setitem", "zeros_like", "ones_like", "cast_like", "like_arg", "cast_into", "convert_like", "float_gate", "astype",
     "astype_of", "zeros", "ones", "full", "eye",
     "arange", "broadcast_shapes", "concat_index", "is_basic_index", "to_device", "stop_gradient",
     "to_float", "diag", "diag_grad", "diagonal", "diagonal_grad", "tril", "triu", "repeat",
@@ -376,6 +376,43 @@ setitem = defop("setitem", _setitem, vjp_setitem_x, None, vjp_setitem_v, nondiff
                 doc="a copy of x with x[idx] = v: numpy's item assignment, without mutation", fresh=True)
 cast_like = defop("cast_like", _cast_like, vjp_cast_like, nondiff=(1,), view=True, reads_inputs=False,
                   spell=call("cast_like"), doc="x in the dtype of `like`", dtype=("like", 1), shape_like=0)
+
+
+def _like_arg(g, x):
+    """g, the gradient with respect to argument x, in x's dtype and of x's kind: an array
+    for an array of one or more dimensions, a numpy float64 scalar for a Python number, a numpy
+    scalar of x's dtype for a numpy scalar or a 0-d array (a scalar argument's derivative
+    is a numpy scalar at every order). A zero gradient made by np.zeros_like, a 0-d array,
+    or a Python float the computation made would otherwise leak out."""
+    t = type(x)
+    if t is numpy.ndarray:
+        if x.ndim:
+            return _cast_like(g, x)
+        t = x.dtype.type
+    elif t is float:
+        t = numpy.float64
+    elif not isinstance(x, numpy.generic):
+        return _cast_like(g, x)  # (another array library's array)
+    if type(g) is t:
+        return g
+    if not isinstance(g, (numpy.ndarray, numpy.generic, float, int)):
+        # (a cupy or dask value stays on its device, or lazy: in x's dtype)
+        return _cast_like(g, x if t is not numpy.float64 or type(x) is not float
+                          else numpy.float64(x))
+    return t(g)
+
+
+def vjp_like_arg(g, out, x, like):
+    return cast_like(g, x)
+
+
+like_arg = defop("like_arg", _like_arg, vjp_like_arg, nondiff=(1,), reads_inputs=False,
+                 spell=call("like_arg"), shape_like=0, dtype=("like", 1), view=True,
+                 doc="a gradient in the dtype and kind of its argument `like`: an array's "
+                     "an array, "
+                     "a scalar's (a Python number, numpy scalar or 0-d array) a numpy scalar")
+
+
 def _casts_to_integers(args, params) -> bool:
     """astype to an integer or boolean dtype is piecewise constant: no derivative."""
     return len(args) > 1 and numpy.dtype(args[1]).kind not in "fc"
@@ -899,12 +936,12 @@ argmin = defop("argmin", _argmin, differentiable=False, spell=call("np.argmin"),
 
 
 
-def _linspace(start, stop, num=50, endpoint=True, axis=0):
+def _linspace(start, stop, num, endpoint=True, axis=0):
     return numpy.linspace(start, stop, num, endpoint=endpoint, axis=axis)
 
 
 linspace = defop("linspace", _linspace, differentiable=False, spell=call("np.linspace"),
-                 defaults=dict(num=50, endpoint=True, axis=0))
+                 defaults=dict(endpoint=True, axis=0))
 
 
 def _nonzero_divisor(x):

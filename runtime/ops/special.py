@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import math
 
-import numpy
-
 from .core import call, defop, takes_operands
 from .elementwise import (add, divide, equal, exp, less_equal, log, log1p, logical_and,
                           multiply, negative, square, subtract, where)
@@ -33,7 +31,6 @@ from .elementwise import (add, divide, equal, exp, less_equal, log, log1p, logic
 __all__ = ["gammaln", "digamma", "polygamma", "erf", "erfc", "erfinv", "ndtr", "log_ndtr",
            "xlogy", "xlog1py"]
 
-_PYTHON_SCALARS = (int, float, bool)
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 _SQRT_PI_OVER_2 = math.sqrt(math.pi) / 2.0
@@ -54,20 +51,16 @@ def _special(name, nin=1):
     """Forward implementation: scipy.special.`name` (cupyx.scipy.special on cupy arrays)."""
 
     def impl(*args):
-        r = getattr(_special_module(args), name)(*args)
-        if isinstance(r, numpy.generic) and all(type(a) in _PYTHON_SCALARS for a in args):
-            return r.item()
-        return r
+        # (of Python numbers, scipy's numpy float64: not a weak Python float, which would
+        # let `erf(a) * x32` compute in float32 where scipy's gives float64)
+        return getattr(_special_module(args), name)(*args)
 
     impl.__name__ = name
     return takes_operands(impl, nin)
 
 
 def _polygamma(x, n=1):
-    r = _special_module((x,)).polygamma(n, x)
-    if isinstance(r, numpy.generic) and type(x) in _PYTHON_SCALARS:
-        return r.item()
-    return r
+    return _special_module((x,)).polygamma(n, x)
 
 
 # ---- rules ------------------------------------------------------------------------------------

@@ -462,6 +462,14 @@ for _sx, _idx, _sv in SETITEM:
 spec("cast_like", [A((2, 3)), A((1,))], ref=lambda x, like: x.astype(like.dtype))
 spec("cast_like", [A((2, 3)), np.zeros(1, np.float32)], grad=False,
      ref=lambda x, like: x.astype(like.dtype))
+# a gradient in its argument's dtype and kind: an array's an array, a scalar's (a Python
+# number, a numpy scalar, a 0-d array) a numpy scalar of its dtype
+spec("like_arg", [A((2, 3)), A((2, 3))], ref=lambda g, x: g.astype(x.dtype))
+spec("like_arg", [A(()), A(())], ref=lambda g, x: x.dtype.type(g))
+spec("like_arg", [A(()), 1.5], ref=lambda g, x: np.float64(g))
+spec("like_arg", [A(()), np.float32(0.5)], grad=False, ref=lambda g, x: np.float32(g))
+spec("like_arg", [A((2, 3)), np.zeros((2, 3), np.float32)], grad=False,
+     ref=lambda g, x: g.astype(np.float32))
 # `a op= b` stores the result in a's dtype (numpy's same_kind rule)
 spec("cast_into", [A((2, 3)), A((1,))], ref=lambda x, like: x.astype(like.dtype))
 spec("cast_into", [A((2, 3)), np.zeros(1, np.float32)], grad=False,
