@@ -490,12 +490,6 @@ def _emit_function(fc: FunctionCode, namer: _Namer, em: _Emitter, inputs, indent
     # values that may be Python objects that `a += b` would change in place (a list, an
     # array a statement run as written returned) rather than rebind
     em.maybe_object = set(em.maybe_py)
-    # a Python number made floating by the prologue stays a Python float (numpy treats
-    # it as weak, as in the user's function): it has no .shape to read, but `a += b` of
-    # one, or of a value computed from it, rebinds `a` as `a = a + b` would
-    if fc.as_float:
-        em.maybe_py.update(v.id for v in fc.as_float)
-        _python_numbers(fc.eqns, em.maybe_py)
     em.floating = _floating_values(fc.eqns, getattr(em, "floating", set()) | fc.floats)
     extra = {v.id for v in fc.extra}
     for v in inputs:

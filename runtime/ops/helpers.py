@@ -19,10 +19,12 @@ from numpy import ndarray as _ndarray  # noqa: E402
 
 
 def as_float(x):
-    """A `wrt` argument as a floating value: a Python int becomes a Python float (a Python
-    float stays one, so numpy still treats it as a weak scalar: `a * x` of a float32 `x`
-    stays float32, as in the user's function); integer or boolean arrays are refused
-    (their gradient would be meaningless)."""
+    """A `wrt` argument as a floating value: Python numbers become numpy float64 scalars
+    (which numpy 2 treats as strong: `a * x` of a Python float `a` and a float32 `x` is
+    float64 here, float32 in the user's function; a Python float would not do either, as
+    the generated code writes `np.add(a, b)` as `a + b`, a Python float where numpy's
+    ufunc gives a numpy scalar); integer or boolean arrays are refused (their gradient
+    would be meaningless)."""
     if type(x) is _ndarray and x.dtype.kind == "f":  # the common case first
         return x
     dt = getattr(x, "dtype", None)
@@ -30,7 +32,9 @@ def as_float(x):
         if isinstance(x, (bool, complex)) or not isinstance(x, (int, float)):
             raise TypeError(f"gradients need floating inputs, got {type(x).__name__} "
                             f"{x!r:.60}")
-        return float(x)
+        import numpy
+
+        return numpy.float64(x)
     if dt.kind == "c":
         raise TypeError(f"gradients need real floating inputs, got an array of dtype {dt}: "
                         "srcgrad differentiates real functions (split a complex value into "

@@ -2,8 +2,8 @@
 write numpy (each test fails on the code it was found on, marked xfail until fixed):
 a function whose code is replaced in place (what IPython's %autoreload does on an edit)
 kept its stale gradient (fixed: guards compare a function's code and defaults); a
-differentiated Python float turned a float32 computation into float64 (value_and_grad's value
-was not the function's; fixed, see test_argument_types); the gradient with respect to an
+differentiated Python float turns a float32 computation into float64 (value_and_grad's value
+is not the function's; still open, see test_argument_types); the gradient with respect to an
 np.float32 scalar was a 0-d array, not a numpy scalar (fixed); np.triu_indices was refused
 with an error located in numpy's source, not the user's line (fixed: numpy's own Python
 functions of constants run as written)."""
@@ -62,6 +62,10 @@ def _gauss(a, x):
     return np.sum(np.exp(-a * x ** 2))
 
 
+@pytest.mark.xfail(strict=True, reason="as_float makes a differentiated Python float a "
+                   "numpy.float64, which numpy 2 does not treat as weak: -a * x of a "
+                   "float32 x is computed in float64, the value is float64 where the "
+                   "function gives float32 (see test_argument_types)")
 @pytest.mark.parametrize("specialize", [False, True])
 def test_python_float_wrt_keeps_float32_value(specialize):
     vg = srcgrad.value_and_grad(_gauss, wrt=0, specialize=specialize, cache=False)

@@ -23,7 +23,7 @@ def grad_branch(x, y):
         # z = np.cos(x) + y   (golden_functions.py:48)
         z_2 = np.cos(x)
         z = z_2 + y
-        z_1, z_shape_1 = None, np.shape(x)
+        z_1, z_shape_1 = None, x.shape
     # grad of: return np.sum(z * z)   (golden_functions.py:49)
     dz = 2 * z
     del z
@@ -31,22 +31,22 @@ def grad_branch(x, y):
     if t_2:
         # grad of: z = np.sin(x) * y   (golden_functions.py:46)
         dz_1 = dz * y
-        dz_2 = sum_to(dz_1, np.shape(z_1))
+        dz_2 = sum_to(dz_1, z_1.shape)
         dy_1 = dz * z_1
-        dy = sum_to(dy_1, np.shape(y))
+        dy = sum_to(dy_1, y.shape)
         dx_1 = np.cos(x)
         dx = dz_2 * dx_1
     else:
         # grad of: z = np.cos(x) + y   (golden_functions.py:48)
         dz_3 = sum_to(dz, z_shape_1)
-        dy = sum_to(dz, np.shape(y))
+        dy = sum_to(dz, y.shape)
         dx_2 = np.sin(x)
         dx_3 = dz_3 * dx_2
         dx = -dx_3
     del t_2, dz, z_1
-    dx_4 = sum_to(dx, np.shape(x))
+    dx_4 = sum_to(dx, x.shape)
     del dx
-    dy_2 = sum_to(dy, np.shape(y))
+    dy_2 = sum_to(dy, y.shape)
     del dy
     dx_5 = like_arg(dx_4, x)
     del dx_4

@@ -24,13 +24,13 @@ def grad_indexing(x, idx):
     check_scalar(out_8)
     del out_6
     # grad of: return np.sum(head ** 2) + np.sum(rows * x[-1]) + x[0, 0]   (golden_functions.py:41)
-    dout = sum_to(1.0, np.shape(out_7))
+    dout = sum_to(1.0, out_7.shape)
     del out_7
-    x_shape_1 = np.shape(x)
+    x_shape_1 = x.shape
     dx = scatter_add(dout, (0, 0), x_shape_1)
     del dout
-    rows_shape_1 = np.shape(rows)
-    out_shape_1 = np.shape(out_3)
+    rows_shape_1 = rows.shape
+    out_shape_1 = out_3.shape
     out_shape_2 = broadcast_shapes(rows_shape_1, out_shape_1)
     dout_1 = np.broadcast_to(1.0, out_shape_2)
     drows_1 = dout_1 * out_3

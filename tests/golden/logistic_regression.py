@@ -32,7 +32,7 @@ def grad_logistic_regression(W, b, X, y):
     # grad of: nll = -np.mean(y * np.log(p) + (1 - y) * np.log(1 - p))   (golden_functions.py:20)
     z_shape_1 = z_1.shape
     del z_1
-    b_shape_1 = np.shape(b)
+    b_shape_1 = b.shape
     z_shape_2 = broadcast_shapes(z_shape_1, b_shape_1)
     nll_shape_1 = broadcast_shapes(np.shape(y), z_shape_2)
     nll_shape_2 = broadcast_shapes(nll_shape_1, nll_shape_1)

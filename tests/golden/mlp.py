@@ -22,7 +22,7 @@ def grad_mlp(W1, b1, W2, b2, X, Y):
     # grad of: return 0.5 * np.mean((out - Y) ** 2)   (golden_functions.py:27)
     out_shape_1 = out_1.shape
     del out_1
-    b2_shape_1 = np.shape(b2)
+    b2_shape_1 = b2.shape
     out_shape_2 = broadcast_shapes(out_shape_1, b2_shape_1)
     out_shape_3 = broadcast_shapes(out_shape_2, np.shape(Y))
     dout_1 = 0.5 / out_2.size
@@ -48,7 +48,7 @@ def grad_mlp(W1, b1, W2, b2, X, Y):
     del dh, dh_2
     dh_4 = sum_to(dh_3, h_1.shape)
     del h_1
-    db1 = sum_to(dh_3, np.shape(b1))
+    db1 = sum_to(dh_3, b1.shape)
     del dh_3
     dW1 = matmul_grad_b(dh_4, X, W1)
     del dh_4

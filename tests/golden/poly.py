@@ -20,9 +20,9 @@ def grad_poly(x, y):
     # grad of: z = np.log(3 * x ** 2 + 5 * x * y)   (golden_functions.py:12)
     dz = 1.0 / z_4
     del z_4
-    x_shape_1 = np.shape(x)
+    x_shape_1 = x.shape
     dz_1 = sum_to(dz, x_shape_1)
-    y_shape_1 = np.shape(y)
+    y_shape_1 = y.shape
     z_shape_1 = broadcast_shapes(x_shape_1, y_shape_1)
     dz_2 = sum_to(dz, z_shape_1)
     del dz

@@ -79,7 +79,7 @@ def grad_objective(params_0_0, params_0_1, params_1_0, params_1_1, inputs, targe
     # grad of: log_lik = np.sum(neural_net_predict(params, inputs) * targets)   (nn_list.py:29)
     outputs_shape_1 = outputs_2.shape
     del outputs_2
-    params_1_1_shape_1 = np.shape(params_1_1)
+    params_1_1_shape_1 = params_1_1.shape
     outputs_shape_2 = broadcast_shapes(outputs_shape_1, params_1_1_shape_1)
     m_shape_1 = m.shape
     out_shape_1 = out_3.shape
@@ -154,7 +154,7 @@ def grad_objective(params_0_0, params_0_1, params_1_0, params_1_1, inputs, targe
     # grad of: outputs = np.dot(inputs, W) + b   (nn_list.py:18)
     doutputs_16 = sum_to(doutputs_15, outputs_1.shape)
     del outputs_1
-    params_0_1_shape_1 = np.shape(params_0_1)
+    params_0_1_shape_1 = params_0_1.shape
     dparams_0_1 = sum_to(doutputs_15, params_0_1_shape_1)
     del doutputs_15
     dparams_0_0 = dot_grad_b(doutputs_16, inputs, params_0_0)
@@ -171,7 +171,7 @@ def grad_objective(params_0_0, params_0_1, params_1_0, params_1_1, inputs, targe
     del dl2_norm_2, dparams_1_1_1
     dparams_1_1_3 = dparams_1_1 + dparams_1_1_2
     del dparams_1_1, dparams_1_1_2
-    dl2_norm_3 = np.broadcast_to(dl2_norm, np.shape(params_1_0))
+    dl2_norm_3 = np.broadcast_to(dl2_norm, params_1_0.shape)
     dparams_1_0_1 = 2 * params_1_0
     dparams_1_0_2 = dl2_norm_3 * dparams_1_0_1
     del dl2_norm_3, dparams_1_0_1
@@ -183,7 +183,7 @@ def grad_objective(params_0_0, params_0_1, params_1_0, params_1_1, inputs, targe
     del dl2_norm_4, dparams_0_1_1
     dparams_0_1_3 = dparams_0_1 + dparams_0_1_2
     del dparams_0_1, dparams_0_1_2
-    dl2_norm_5 = np.broadcast_to(dl2_norm, np.shape(params_0_0))
+    dl2_norm_5 = np.broadcast_to(dl2_norm, params_0_0.shape)
     del dl2_norm
     dparams_0_0_1 = 2 * params_0_0
     dparams_0_0_2 = dl2_norm_5 * dparams_0_0_1

@@ -12,7 +12,7 @@ def grad_rnn_loss(params_Wxh, params_Whh, params_Why, params_bh, params_by, xs, 
     # T = xs.shape[0]   (lstm.py:37)
     T = np.shape(xs)[0]
     # hidden = Whh.shape[0]   (lstm.py:38)
-    params_Whh_shape_1 = np.shape(params_Whh)
+    params_Whh_shape_1 = params_Whh.shape
     hidden = params_Whh_shape_1[0]
     # H = np.zeros((T, hidden))   (lstm.py:39)
     H = np.zeros((T, hidden), dtype='float64')
@@ -80,7 +80,7 @@ def grad_rnn_loss(params_Wxh, params_Whh, params_Why, params_bh, params_by, xs, 
         dloss_7 = 2 * loss_9
         dloss_8 = dloss_6 * dloss_7
         dloss_9 = sum_to(dloss_8, loss_10.shape)
-        ys_shape_1 = broadcast_shapes(ys_2.shape, np.shape(params_by))
+        ys_shape_1 = broadcast_shapes(ys_2.shape, params_by.shape)
         dys = scatter_add(dloss_9, t_2, ys_shape_1)
         dys_2 = dys_2 + dys
         dloss_2 = dloss_3
@@ -88,7 +88,7 @@ def grad_rnn_loss(params_Wxh, params_Whh, params_Why, params_bh, params_by, xs, 
     # grad of: ys = H @ Why.T + by   (lstm.py:44)
     dys_3 = sum_to(dys_2, ys_2.shape)
     del ys_2
-    dparams_by = sum_to(dys_2, np.shape(params_by))
+    dparams_by = sum_to(dys_2, params_by.shape)
     del dys_2
     dH = matmul_grad_a(dys_3, H_1, ys_1)
     dys_4 = matmul_grad_b(dys_3, H_1, ys_1)
@@ -117,7 +117,7 @@ def grad_rnn_loss(params_Wxh, params_Whh, params_Why, params_bh, params_by, xs, 
         dh_6 = 1.0 - dh_5
         dh_7 = dh * dh_6
         dh_8 = sum_to(dh_7, h_shape_6)
-        dparams_bh = sum_to(dh_7, np.shape(params_bh))
+        dparams_bh = sum_to(dh_7, params_bh.shape)
         dh_9 = sum_to(dh_8, h_shape_4)
         dh_10 = sum_to(dh_8, h_shape_5)
         dparams_Whh = matmul_grad_a(dh_10, params_Whh, h_8)
@@ -128,13 +128,13 @@ def grad_rnn_loss(params_Wxh, params_Whh, params_Why, params_bh, params_by, xs, 
         dparams_Wxh_2 = dparams_Wxh_2 + dparams_Wxh
         dH_1 = dH_2
     del dH, dh_1, dparams_bh_1, dparams_Whh_1, dparams_Wxh_1
-    dparams_Wxh_3 = sum_to(dparams_Wxh_2, np.shape(params_Wxh))
+    dparams_Wxh_3 = sum_to(dparams_Wxh_2, params_Wxh.shape)
     del dparams_Wxh_2
     dparams_Whh_3 = sum_to(dparams_Whh_2, params_Whh_shape_1)
     del dparams_Whh_2
-    dparams_Why_1 = sum_to(dparams_Why, np.shape(params_Why))
+    dparams_Why_1 = sum_to(dparams_Why, params_Why.shape)
     del dparams_Why
-    dparams_bh_3 = sum_to(dparams_bh_2, np.shape(params_bh))
+    dparams_bh_3 = sum_to(dparams_bh_2, params_bh.shape)
     del dparams_bh_2
     dparams_Wxh_4 = like_arg(dparams_Wxh_3, params_Wxh)
     del dparams_Wxh_3

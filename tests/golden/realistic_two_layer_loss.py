@@ -20,7 +20,7 @@ def grad_two_layer_loss(params_W1, params_b1, params_W2, params_b2, X, y, reg):
     # N = x.shape[0]   (layers.py:7)
     out_shape_1 = out_1.shape
     del out_1
-    params_b1_shape_1 = np.shape(params_b1)
+    params_b1_shape_1 = params_b1.shape
     a_shape_1 = broadcast_shapes(out_shape_1, params_b1_shape_1)
     N_1 = a_shape_1[0]
     # x_row = x.reshape(N, -1)   (layers.py:8)
@@ -43,7 +43,7 @@ def grad_two_layer_loss(params_W1, params_b1, params_W2, params_b2, X, y, reg):
     # N = x.shape[0]   (layers.py:31)
     out_shape_2 = out_2.shape
     del out_2
-    params_b2_shape_1 = np.shape(params_b2)
+    params_b2_shape_1 = params_b2.shape
     scores_shape_1 = broadcast_shapes(out_shape_2, params_b2_shape_1)
     N_2 = scores_shape_1[0]
     # loss = -np.sum(log_probs[np.arange(N), y]) / N   (layers.py:32)
@@ -78,11 +78,11 @@ def grad_two_layer_loss(params_W1, params_b1, params_W2, params_b2, X, y, reg):
     del dloss, loss_6
     dloss_2 = sum_to(dloss_1, ())
     del dloss_1
-    dloss_3 = np.broadcast_to(dloss_2, np.shape(params_W2))
+    dloss_3 = np.broadcast_to(dloss_2, params_W2.shape)
     dparams_W2 = dloss_3 * params_W2
     del dloss_3
     dparams_W2 *= 2
-    dloss_4 = np.broadcast_to(dloss_2, np.shape(params_W1))
+    dloss_4 = np.broadcast_to(dloss_2, params_W1.shape)
     del dloss_2
     dparams_W1 = dloss_4 * params_W1
     del dloss_4

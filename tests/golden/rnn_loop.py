@@ -42,9 +42,9 @@ def grad_rnn_loop(W, U, xs, h):
         dU_2 = dU_2 + dU
         dW_2 = dW_2 + dW
     del dh, dU_1, dW_1
-    dW_3 = sum_to(dW_2, np.shape(W))
+    dW_3 = sum_to(dW_2, W.shape)
     del dW_2
-    dU_3 = sum_to(dU_2, np.shape(U))
+    dU_3 = sum_to(dU_2, U.shape)
     del dU_2
     dW_4 = like_arg(dW_3, W)
     del dW_3

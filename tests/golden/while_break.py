@@ -16,7 +16,7 @@ def grad_while_break(x, limit):
         t_3 = t_2 < limit
         if not t_3:
             break
-        s_shape_1 = np.shape(s_1)
+        s_shape_1 = s_1.shape
         s_stack_1.append(s_shape_1)
         n_iter_1 = n_iter_1 + 1
         # s = s * 1.5 + 0.1   (golden_functions.py:62)
@@ -42,7 +42,7 @@ def grad_while_break(x, limit):
         ds_3 = ds_2 * 1.5
         ds_1 = sum_to(ds_3, s_shape_3)
     del ds
-    dx_1 = sum_to(ds_1, np.shape(x))
+    dx_1 = sum_to(ds_1, x.shape)
     del ds_1
     dx = like_arg(dx_1, x)
     del dx_1
