@@ -294,8 +294,8 @@ class CompiledFunction:
                                                                  graph.inputs),
                             [out], graph.name, graph.named), "lowering", extra_inputs=())
         self._extra = []  # inputs the generated function takes after the user's parameters
-        # the `wrt` arguments the prologue makes floating (as_float): those that may be
-        # Python numbers, which stay Python floats (weak scalars, as in the user's code)
+        # the `wrt` arguments the prologue makes floating (as_float): all but the float
+        # arrays a variant's guard has checked
         as_float = [] if same else wrt
         if spec is not None:  # float arrays by the guard need no as_float
             floating = {v.id for v, w in zip(graph.inputs, spec)

@@ -487,9 +487,6 @@ def _emit_function(fc: FunctionCode, namer: _Namer, em: _Emitter, inputs, indent
     em.maybe_py.update(v.id for v in inputs if v.id not in fc.floats)
     _collect(fc.eqns, em)
     _python_numbers(fc.eqns, em.maybe_py)
-    # values that may be Python objects that `a += b` would change in place (a list, an
-    # array a statement run as written returned) rather than rebind
-    em.maybe_object = set(em.maybe_py)
     em.floating = _floating_values(fc.eqns, getattr(em, "floating", set()) | fc.floats)
     extra = {v.id for v in fc.extra}
     for v in inputs:
@@ -1223,7 +1220,7 @@ class _BlockCtx:
         if isinstance(b, Var) and b is a:
             return False
         made = self.made.get(a.id)
-        if made is None or not made.prim.updatable or a.id in self.em.maybe_object:
+        if made is None or not made.prim.updatable or a.id in self.em.maybe_py:
             return False
         return self._owns(a, i, last_use) and self._only_fresh_readers(a, eqns, i)
 
@@ -1808,7 +1805,7 @@ def _loop_names(mod: _Module, params, ndim: int):
     sub = _Namer(mod.local_reserved | set(params))
     mod.namers.append(sub)
     em = _Emitter(sub, mod)
-    em.maybe_py, em.maybe_object = set(), set()
+    em.maybe_py = set()
     idx = [sub.fresh(n, True) for n in "ijkl"[:ndim]] if ndim <= 4 else \
         [sub.fresh("i", False) for _ in range(ndim)]
     return sub, em, idx
