@@ -6,7 +6,8 @@
   engine that leaves reference cycles behind pays for collecting them, as it would in a
   real training loop, and its cyclic garbage cannot pile up during a batch.
 - `peak_memory`: the peak of traced allocations (numpy reports its buffers to tracemalloc)
-  during one call, above what was allocated before the call, the result included.
+  during one call, above what was allocated before the call, the result included (also
+  a result written into memory kept from an earlier call).
 - `overhead`: the minimum over interleaved batches, for nanosecond-scale differences.
 """
 from __future__ import annotations
@@ -62,8 +63,19 @@ def overhead(fns: dict, repeats: int, target: float) -> dict:
     return best
 
 
+def _array_bytes(tree) -> int:
+    if isinstance(tree, dict):
+        return sum(_array_bytes(v) for v in tree.values())
+    if isinstance(tree, (tuple, list)):
+        return sum(_array_bytes(v) for v in tree)
+    return int(getattr(tree, "nbytes", 0) or 0)
+
+
 def peak_memory(fn) -> int:
-    """Bytes: the traced peak during one call of `fn`, above the memory before the call."""
+    """Bytes: the traced peak during one call of `fn`, above the memory before the call,
+    the result included: a result written into memory kept from an earlier call (srcgrad
+    reuses a large result's array once its caller has dropped it) counts as if the call
+    had allocated it, since that memory is held for it between calls."""
     was_tracing = tracemalloc.is_tracing()
     if not was_tracing:
         tracemalloc.start()
@@ -73,9 +85,10 @@ def peak_memory(fn) -> int:
         tracemalloc.reset_peak()
         base = tracemalloc.get_traced_memory()[0]
         result = fn()
-        peak = tracemalloc.get_traced_memory()[1] - base
+        now, peak = tracemalloc.get_traced_memory()
+        kept = max(0, _array_bytes(result) - (now - base))  # (the result not allocated now)
         del result
     finally:
         if not was_tracing:
             tracemalloc.stop()
-    return peak
+    return peak - base + kept

@@ -518,6 +518,7 @@ def _emit_function(fc: FunctionCode, namer: _Namer, em: _Emitter, inputs, indent
         ws = namer.fresh("scratch", True)
         lines.append(f"{body}{ws} = {em.mod.g('take_scratch')}({pool[2]}, {pool[3]})")
         em.scratch = {v.id: f"{ws}[{k}]" for v, k in pool[0]}
+    em.results = getattr(fc, "results", None) or {}
     ctx = _BlockCtx(fc, namer, em, uses, returned, inputs)
     ctx.emit(fc.eqns, body, lines, top=True)
     if fc.nested:
@@ -918,12 +919,18 @@ class _BlockCtx:
         args = ", ".join(em.src(a) for a in e.ins)
         jit = em.mod.jit
         if jit is not None and jit.python_body:  # numpy allocates the loop's outputs
-            np_ = em.mod.g("np")
-            scratch = getattr(em, "scratch", {})
-            args = ", ".join([args] + [
-                scratch.get(o.id) or
-                f"{np_}.empty({loop_shape(o)!r}, {em.mod.dtype_src(jit_dtype(o))})"
-                for o in e.outs])
+            if any(o.id in getattr(em, "results", {}) for o in e.outs):
+                # (the loop writes into the arrays it is given: those are the results, and
+                # a pool tracks those very objects, whatever the call returns)
+                ins = [em.src(a) for a in e.ins]
+                outs, made = self._made_names(e, ins)
+                for name, o in zip(made, e.outs):
+                    lines.append(f"{ind}{name} = {_array_for(em, o)}")
+                lines.append(f"{ind}{em.mod.region_name(e)}({args}, {', '.join(made)})")
+                self._renamed(outs, made, ind, lines)
+                em.mod.regions.append((e, ins))
+                return
+            args = ", ".join([args] + [_array_for(em, o) for o in e.outs])
         lines.append(f"{ind}{names} = {em.mod.region_name(e)}({args})")
         em.mod.regions.append((e, [em.src(a) for a in e.ins]))
 
@@ -934,17 +941,11 @@ class _BlockCtx:
         carried value) is made under a name of its own and renamed after the loop: every
         block must still read the input."""
         em = self.em
-        np_ = em.mod.g("np")
         shape, rows = loop_shape(e.outs[0]), e.params["rows"]
         ins = [em.src(a) for a in e.ins]
-        outs = [self.name(v) for v in e.outs]
-        made = [self.namer.fresh(v.hint, False) if o in ins else o
-                for o, v in zip(outs, e.outs)]
-        scratch = getattr(em, "scratch", {})
+        outs, made = self._made_names(e, ins)
         for name, v in zip(made, e.outs):
-            lines.append(f"{ind}{name} = " + (
-                scratch.get(v.id) or
-                f"{np_}.empty({shape!r}, {em.mod.dtype_src(jit_dtype(v))})"))
+            lines.append(f"{ind}{name} = {_array_for(em, v)}")
         at = self.namer.fresh("at", True)
         block = self.namer.fresh("block", True)
         args = ", ".join(n + f"[{block}]" * (loop_shape(a) == shape) for a, n in zip(e.ins, ins))
@@ -954,13 +955,25 @@ class _BlockCtx:
         lines.append(f"{ind}    {block} = slice({at}, {at} + {rows})")
         lines.append(f"{ind}    {', '.join(f'{o}[{block}]' for o in made)} = "
                      f"{em.mod.region_name(e)}({args})")
+        self._renamed(outs, made, ind, lines)
+        em.mod.regions.append((e, ins))
+        em.mod.region_outs[id(e)] = outs
+
+    def _made_names(self, e, ins):
+        """(the names of region e's results, the names its arrays are made under): a
+        result named like an input (a loop's carried value) is made under a name of its
+        own, renamed after the region (`_renamed`): the region must still read the
+        input."""
+        outs = [self.name(v) for v in e.outs]
+        return outs, [self.namer.fresh(v.hint, False) if o in ins else o
+                      for o, v in zip(outs, e.outs)]
+
+    def _renamed(self, outs, made, ind, lines):
         renamed = [(o, m) for o, m in zip(outs, made) if o != m]
         if renamed:
             lines.append(f"{ind}{', '.join(o for o, _ in renamed)} = "
                          f"{', '.join(m for _, m in renamed)}")
             lines.append(f"{ind}del {', '.join(m for _, m in renamed)}")
-        em.mod.regions.append((e, ins))
-        em.mod.region_outs[id(e)] = outs
 
     def _placed(self, e, ind, lines):
         """A numpy variant's sum of terms placed in shifted slices (fusion.shifted_sums):
@@ -976,9 +989,7 @@ class _BlockCtx:
         ins = [em.src(a) for a in e.ins]
         name = self.name(out)
         made = self.namer.fresh(out.hint, False) if name in ins else name
-        lines.append(f"{ind}{made} = " + (getattr(em, "scratch", {}).get(out.id) or
-                                          f"{np_}.empty({shape!r}, "
-                                          f"{em.mod.dtype_src(jit_dtype(out))})"))
+        lines.append(f"{ind}{made} = {_array_for(em, out)}")
         places = e.params["places"]
         calls = em.mod.term_calls(e, ins)
         at, stop = self.namer.fresh("at", True), self.namer.fresh("stop", True)
@@ -1661,6 +1672,55 @@ def _emit_scratch(f, mod: _Module, body: list):
              "    return (" + "".join(f"\n        {a}," for a in arrays) + "\n    )"]
 
 
+#: results of at least this many bytes are written into arrays reused from call to call
+#: (`reuse_result`): below it, numpy's allocator reuses freed memory itself
+RESULT_REUSE_MIN = 1 << 20
+
+
+def result_arrays(fc) -> list:
+    """The large results of `fc` that its loops write into arrays it allocates (the
+    numba backend's large-array form, a numpy variant's blocked regions): the values it
+    returns as they are made, of known shape and dtype, of at least `RESULT_REUSE_MIN`
+    bytes. Each gets a pool of the arrays it returned before, one of which it reuses when
+    the caller has dropped it (`reuse_result`)."""
+    returned = {v.id for v in iter_vars(fc.returns)}
+    out = {}
+    for e in fc.eqns:
+        if e.prim is not FUSED:
+            continue
+        for o in e.outs:
+            shape, dt = loop_shape(o), jit_dtype(o)
+            if o.id in returned and shape is not None and dt is not None and \
+                    numpy.prod(shape) * numpy.dtype(dt).itemsize >= RESULT_REUSE_MIN:
+                out.setdefault(o.id, o)
+    return list(out.values())
+
+
+def _array_for(em, v) -> str:
+    """The expression that makes the array a loop writes value `v` into: its scratch
+    array, its pool's free array (a large result), else a new one."""
+    scratch = getattr(em, "scratch", {}).get(v.id)
+    if scratch is not None:
+        return scratch
+    pool = getattr(em, "results", {}).get(v.id)
+    shape, dtype = f"{loop_shape(v)!r}", em.mod.dtype_src(jit_dtype(v))
+    if pool is not None:
+        return f"{em.mod.g('reuse_result')}({pool}, {shape}, {dtype})"
+    return f"{em.mod.g('np')}.empty({shape}, {dtype})"
+
+
+def _emit_results(f, mod: _Module, body: list):
+    """The module-level pools of `f`'s large results (`result_arrays`)."""
+    if not getattr(f, "results", None):
+        return
+    body += ["", "",
+             f"# the arrays {f.module_name} returned for its large results, one list per "
+             "result: a call reuses",
+             "# one its caller no longer holds (reuse_result) rather than having new pages "
+             "faulted in"]
+    body += [f"{pool} = []" for pool in f.results.values()]
+
+
 def _item(name: str, v) -> str:
     return name + "[()]" if loop_shape(v) == () else name
 
@@ -2226,6 +2286,8 @@ def _emit_planned(fc, inputs, header, ops, clashes, jit=None):
             if values:
                 f.scratch = (values, slots, mod.bind(f"{f.name}_scratch"),
                              mod.bind(f"new_{f.name}_scratch"))
+            f.results = {v.id: mod.bind(f"{f.name}_{v.hint}_arrays")
+                         for v in result_arrays(f)}
     for f in _functions(fc):  # module-level names first: no local may take one
         for _, what in f.spec or ():  # a specialized variant's dtypes and fallback
             if isinstance(what, tuple):
@@ -2254,6 +2316,7 @@ def _emit_planned(fc, inputs, header, ops, clashes, jit=None):
             _emit_function(f, namer, _Emitter(namer, mod), ins, "", body, f.module_name)
     for f, _ in tops:
         _emit_scratch(f, mod, body)
+        _emit_results(f, mod, body)
     if jit is not None:
         _emit_loops(mod, body)
         _emit_reductions(mod, body)

@@ -70,6 +70,70 @@ def take_scratch(pool, new):
         return new()
 
 
+from sys import getrefcount as _getrefcount  # noqa: E402
+from weakref import getweakrefcount as _getweakrefcount  # noqa: E402
+
+#: how many of a result's past arrays a pool tracks: in a loop that keeps the last
+#: gradient while it asks for the next (`g = grad_f(w)`), the one before it is free
+RESULTS_KEPT = 2
+
+
+def _first_refs(pool):
+    """The reference count of `pool`'s first array, read as `_free_in` reads it (the
+    same loop: an interpreter may borrow a loop's references and count fewer)."""
+    for a in pool:
+        return _getrefcount(a)
+
+
+def _calibrated() -> "int | None":
+    """The reference count `_free_in` reads for an array that only its pool holds,
+    measured, not assumed; None where that count does not tell a held array from a free
+    one (a build without the global interpreter lock): then no result is reused."""
+    import sys
+
+    if not getattr(sys, "_is_gil_enabled", lambda: True)():
+        return None
+    import numpy
+
+    pool = [numpy.empty(1)]
+    alone = _first_refs(pool)
+    held = pool[0]
+    ok = _first_refs(pool) == alone + 1
+    del held
+    return alone if ok and _first_refs(pool) == alone else None
+
+
+_ALONE = _calibrated()
+
+
+def _free_in(pool, shape, dtype):
+    """An array of `pool` that nothing else references (no name, view, container or
+    weak reference reaches it: no one can see it change), of `shape` and `dtype`,
+    contiguous and writeable; else None."""
+    for a in pool:
+        if _getrefcount(a) == _ALONE and not _getweakrefcount(a) and a.shape == shape and \
+                a.dtype == dtype and a.flags.c_contiguous and a.flags.writeable:
+            return a
+    return None
+
+
+def reuse_result(pool, shape, dtype):
+    """The array for a large result of a specialized gradient: one this result's `pool`
+    holds that the caller has dropped (`_free_in`), else a new one, which the pool then
+    tracks (its last `RESULTS_KEPT`). numpy would free the dropped array and allocate a
+    new one, whose pages the system faults in and zeroes again: for arrays of megabytes,
+    most of what an elementwise gradient costs."""
+    a = _free_in(pool, shape, dtype) if _ALONE is not None else None
+    if a is None:
+        import numpy
+
+        a = numpy.empty(shape, dtype)
+        pool.append(a)
+        if len(pool) > RESULTS_KEPT:
+            del pool[0]
+    return a
+
+
 from .lists import LIST_POS as _LIST_POS  # noqa: E402  (a run-time list's item position)
 from .lists import LIST_STACKED_ZEROS as _STACKED_ZEROS  # noqa: E402
 
@@ -78,4 +142,5 @@ HELPERS["list_pos"] = list_pos = _LIST_POS.impl
 HELPERS["stacked_zeros"] = stacked_zeros = _STACKED_ZEROS.impl
 HELPERS["check_scalar"] = check_scalar
 HELPERS["take_scratch"] = take_scratch
+HELPERS["reuse_result"] = reuse_result
 __all__ = sorted(HELPERS)
