@@ -793,6 +793,17 @@ class _BlockCtx:
         inlined = {e.outs[0].id: e for e in eqns if self._inlinable(e)}
         if top:
             self._index(eqns)
+            # loops whose arrays of steps are written over an input array's own steps
+            # (`_slots_in_place`), and the zeros those arrays would have started as
+            self.slots = {id(q): found for q in eqns if q.prim is FOR
+                          for found in [self._slots_in_place(q)] if found}
+            unmade = {q.ins[3 + ci].id for q in eqns if id(q) in self.slots
+                      for ci in self.slots[id(q)]}
+        else:
+            unmade = set()
+        # a loop body's statements written over a slot: {index: (operand, other operand)}
+        # of the products done in place, and the indexes of the statements not written
+        update, skipped = getattr(self, "into_slots", {}).pop(id(eqns), ({}, set()))
         absorb = self._absorptions(eqns) if top and self.fc.free else {}
         moved = {i: j for j, (i, _) in absorb.items()}
         last_use, reads_of = self._last_uses(eqns, inlined, moved) if top else ({}, {})
@@ -802,8 +813,11 @@ class _BlockCtx:
         start = len(lines)
         for i, e in enumerate(eqns):
             o = e.outs[0] if e.outs else None
-            if i in moved or i in acc_moved:
-                continue  # written with the add that absorbs it
+            if i in moved or i in acc_moved or i in skipped:
+                continue  # written with the add that absorbs it, or not needed
+            if o is not None and o.id in unmade:  # (what it reads may be dead now)
+                self._free_dead(e, i, eqns, absorb, inlined, reads_of, last_use, ind, lines)
+                continue
             if o is not None and o.id in inlined and i not in absorb:
                 if e.prim in (PACK, MAKE_SLICE) and _only_index_use(o, self.fc.eqns):
                     continue
@@ -817,6 +831,10 @@ class _BlockCtx:
             if i in absorb:
                 self._scatter_add_into(e, eqns[absorb[i][0]], absorb[i][1], i, last_use, ind,
                                        lines)
+            elif i in update:  # the product written over the slot it reads
+                v, u = update[i]
+                self.namer.names[o.id] = self.namer.names[v.id]
+                lines.append(ind + _norm(f"{self.namer.names[v.id]} *= {em.src(u)}"))
             elif i in acc:
                 self._accumulate(e, eqns, acc[i], ind, lines)
             elif e.prim in _STATEMENTS:
@@ -1317,14 +1335,20 @@ class _BlockCtx:
         is_for = e.prim is FOR
         carry, body = e.params["carry"], e.params["body"]
         inits = e.ins[3:] if is_for else e.ins
+        slots = getattr(self, "slots", {}).get(id(e), {})
         names = []
-        for c, o in zip(carry, e.outs):
-            n = self.name(c, exact=False if any(
-                isinstance(i, Var) and self.namer.names.get(i.id) == c.hint for i in inits)
-                else None)
+        for ci, (c, o) in enumerate(zip(carry, e.outs)):
+            if ci in slots:  # the input array whose steps it is written over
+                n = self.name(slots[ci][0])
+                self.namer.names[c.id] = n
+            else:
+                n = self.name(c, exact=False if any(
+                    isinstance(i, Var) and self.namer.names.get(i.id) == c.hint
+                    for i in inits) else None)
             self.namer.names[o.id] = n
             names.append(n)
-        pairs = [(n, em.src(i)) for n, i in zip(names, inits) if em.src(i) != n]
+        pairs = [(n, em.src(i)) for ci, (n, i) in enumerate(zip(names, inits))
+                 if ci not in slots and em.src(i) != n]
         read = {w for _, v in pairs for w in re.findall(r"[A-Za-z_]\w*", v)}
         if pairs and _compiled_body(em.mod) and not read & {n for n, _ in pairs}:
             # (numba types a list in a tuple at once: an empty one stays untyped)
@@ -1363,7 +1387,17 @@ class _BlockCtx:
             lines.append(f"{inner}    break")
         targets = list(zip(carry, names))
         self.accumulators = getattr(self, "accumulators", {})
-        self.accumulators[id(body.eqns)] = self._accumulators(e, names)
+        acc = self._accumulators(e, names)
+        if slots:
+            self.into_slots = getattr(self, "into_slots", {})
+            update, skipped = {}, set()
+            for ci, (_, j, k, p, v, u) in slots.items():
+                acc.pop(j, None)
+                skipped |= {j, k}
+                update[p] = (v, u)
+                self.namer.names[body.eqns[j].outs[0].id] = names[ci]
+            self.into_slots[id(body.eqns)] = (update, skipped)
+        self.accumulators[id(body.eqns)] = acc
         self._coalesce(body, targets)
         start = len(lines)
         self.emit(body.eqns, inner, lines, group=(e.loc, e.phase))
@@ -1422,6 +1456,53 @@ class _BlockCtx:
                 out[j] = (name, k, b, self._slot_once(e, init, s.ins[s.prim.adds_at]))
             elif isinstance(b, numbers.Real) or b.sclass == c.sclass:
                 out[j] = (name, None, b, False)
+        return out
+
+    def _slots_in_place(self, e) -> dict:
+        """{carry index: (A, add index, scatter index, product index, v, u)} of a loop
+        over every step t of an array A, `for t in range(n)` (either order, no break),
+        whose carried array of steps starts as zeros and gets `g = u * v` at slot t,
+        where `v = A[t]`: then `v *= u` writes g over A's own step t, which nothing reads
+        again, and after the loop A is the array of steps (the adjoint of an RNN's tanh,
+        `d_all[t] = dh * (1 - h ** 2)[t]`, becomes `(1 - h ** 2)[t] *= dh`: no array of
+        zeros, no copy into it). A is a fresh array of the function's top level that this
+        read of it alone reads (not an input, a scratch array, a returned or kept value),
+        of the carried array's shape and dtype; v is read by the product alone, of g's
+        shape and dtype; g is read only by ops that make new arrays, and is not carried.
+
+        (Complexity about 25: the conditions, one after the other.)"""
+        if e.prim is not FOR or "brk" in e.params or not isinstance(e.ins[1], int) or \
+                e.ins[0] != 0 or e.ins[2] != 1 or isinstance(e.ins[0], bool):
+            return {}
+        body, t = e.params["body"], e.params["index"]
+        made = {o.id: j for j, q in enumerate(body.eqns) for o in q.outs}
+        reads = _uses(body.eqns, body.outs)
+        out = {}
+        for j, (name, k, b, once) in self._accumulators(e, [None] * len(body.outs)).items():
+            ci = next((ci for ci, o in enumerate(body.outs) if o is body.eqns[j].outs[0]),
+                      None)
+            if k is None or not once or ci is None:
+                continue
+            c, g = e.params["carry"][ci], body.eqns[k].ins[0]
+            p = made.get(g.id) if isinstance(g, Var) else None
+            q = body.eqns[p] if p is not None else None
+            if q is None or q.prim.inplace_op != "*" or len(q.ins) != 2 or \
+                    any(o is g for o in iter_vars(body.outs)) or not _read_fresh(g, [body]):
+                continue
+            for v, u in ((q.ins[0], q.ins[1]), (q.ins[1], q.ins[0])):
+                r = body.eqns[made[v.id]] if isinstance(v, Var) and v.id in made else None
+                if r is None or not r.prim.subscript or r.ins[1] is not t or r.params or \
+                        u is v or reads.get(v.id) != 1 or v.sclass != g.sclass or \
+                        v.dclass != g.dclass or not self._keeps_dtype(v, u):
+                    continue
+                a = r.ins[0]
+                shape = loop_shape(a)
+                if not self._owned_init(a) or a.sclass != c.sclass or a.dclass != c.dclass \
+                        or not shape or shape[0] != e.ins[1] or a.kind != "array" or \
+                        a.id in getattr(self.em, "scratch", {}):
+                    continue
+                out[ci] = (a, j, k, p, v, u)
+                break
         return out
 
     def _slot_once(self, e, init, idx) -> bool:
