@@ -66,6 +66,61 @@ def rnn_logged(Wx, Wh, b, X, h0):
     return np.sum(h * h)
 
 
+def rnn_from_one(Wx, Wh, b, X, h0):
+    """Steps 1..T-1 only: the first slot of each array of steps is never written."""
+    h = h0
+    for t in range(1, X.shape[0]):
+        h = np.tanh(X[t] @ Wx + h @ Wh + b)
+    return np.sum(h * h)
+
+
+def rnn_every_state(Wx, Wh, b, X, h0):
+    """Every state in the loss, kept in a preallocated array as well as carried."""
+    T = X.shape[0]
+    H = np.zeros((T,) + h0.shape)
+    h = h0
+    for t in range(T):
+        h = np.tanh(X[t] @ Wx + h @ Wh + b)
+        H[t] = h
+    return np.sum(H ** 2) + np.sum(h * X[0][:, :1])
+
+
+def rnn_twice(Wx, Wh, b, X, h0):
+    """Two passes over the same inputs, the second starting where the first ended."""
+    h = h0
+    for t in range(X.shape[0]):
+        h = np.tanh(X[t] @ Wx + h @ Wh + b)
+    g = h
+    for t in range(X.shape[0]):
+        g = np.tanh(X[t] @ Wx + g @ Wh) * h
+    return np.sum(g * g) + np.sum(h)
+
+
+def rnn_broadcast_step(w, X, h0):
+    """The state (2, 4) times a cotangent of one row per step: the product broadcasts."""
+    h = h0
+    for t in range(X.shape[0]):
+        h = np.tanh(X[t] * w + h[:1] * 0.5) * h
+    return np.sum(h * h)
+
+
+def decayed_from_one(w, X):
+    """decayed_sum over steps 1..T-1 only."""
+    s = np.zeros_like(w)
+    for t in range(1, X.shape[0]):
+        s = 0.9 * s + np.exp(-X[t] ** 2) * w
+    return np.sum(s * s)
+
+
+def weighted_steps(w, X):
+    """A weight array of the user's own, made before the loop and read at each step."""
+    W = np.cos(X) * 2.0
+    s = np.zeros_like(w)
+    for t in range(X.shape[0]):
+        s = 0.5 * s + np.sin(X[t] * w) * W[t]
+    return np.sum(s * s) + np.sum(W[0])
+
+
 def rnn_inputs(T=6, batch=2, d_in=3, d_hidden=4, dtype=np.float64):
     rng = np.random.default_rng(7)
     return tuple(a.astype(dtype) for a in (

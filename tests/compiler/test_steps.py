@@ -7,6 +7,7 @@ source shows what was rewritten and what was left alone."""
 from __future__ import annotations
 
 import importlib.util
+import re
 import warnings
 
 import numpy as np
@@ -28,6 +29,19 @@ CASES = {
     "branch": (U.rnn_branch, U.rnn_inputs(), (0, 1, 2)),
     "nested": (U.rnn_nested, U.rnn_inputs(T=3), (0, 1, 2)),
     "logged": (U.rnn_logged, U.rnn_inputs(), (0, 1)),
+    "decayed_sum_dx": (U.decayed_sum, (np.linspace(-1.0, 1.0, 4),
+                                       np.linspace(-2.0, 2.0, 20).reshape(5, 4)), (0, 1)),
+    "decayed_from_one": (U.decayed_from_one, (np.linspace(-1.0, 1.0, 4),
+                                              np.linspace(-2.0, 2.0, 20).reshape(5, 4)),
+                         (0, 1)),
+    "weighted_steps": (U.weighted_steps, (np.linspace(-1.0, 1.0, 4),
+                                          np.linspace(-2.0, 2.0, 20).reshape(5, 4)), (0, 1)),
+    "from_one": (U.rnn_from_one, U.rnn_inputs(), (0, 1, 2, 3)),
+    "every_state": (U.rnn_every_state, U.rnn_inputs(), (0, 1, 2, 3, 4)),
+    "twice": (U.rnn_twice, U.rnn_inputs(), (0, 1, 2, 3, 4)),
+    "broadcast_step": (U.rnn_broadcast_step, (
+        np.linspace(-1.0, 1.0, 4), np.linspace(-2.0, 2.0, 40).reshape(5, 2, 4),
+        np.linspace(0.2, 0.9, 8).reshape(2, 4)), (0, 1, 2)),
 }
 
 
@@ -70,6 +84,23 @@ def test_an_rnn_saves_its_states_in_one_array_and_its_tanh_derivative_is_made_on
     assert any("np.square(" in ln for ln in lines[:adjoint]), src  # 1 - h**2, all steps
     assert not any("np.square(" in ln for ln in lines[adjoint:]), src
     assert "np.concatenate((" in body, src  # the states before each step: h0, then ends
+
+
+_OVER_SLOT = re.compile(r"^\s*(\w+) = (\w+)\[t_1\]\n\s*\1 \*= \w+$", re.M)
+
+
+def test_the_adjoint_writes_each_step_over_the_derivative_it_reads():
+    """`d = dh_all[t]; d *= dh`: the array of tanh's derivatives becomes the array of the
+    pre-activations' cotangents, with no array of zeros made for it (codegen's
+    `_slots_in_place`); also for an input's cotangent (decayed_sum's dX). (numba's compiled
+    body makes the derivatives in a fused loop, and copies each step, which costs it
+    little.)"""
+    _, src = _specialized(*CASES["rnn"], "numpy")
+    over = _OVER_SLOT.search(_body(src))
+    assert over, src
+    assert f"{over.group(2)} = np.zeros" not in src and "np.zeros_like(h_all" not in src, src
+    _, src = _specialized(*CASES["decayed_sum_dx"], "numpy")
+    assert _OVER_SLOT.search(_body(src)) and "np.zeros_like(X)" not in src, src
 
 
 def test_elementwise_work_on_each_step_of_an_input_is_made_once_before_the_loop():
