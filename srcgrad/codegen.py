@@ -1468,7 +1468,9 @@ class _BlockCtx:
         zeros, no copy into it). A is a fresh array of the function's top level that this
         read of it alone reads (not an input, a scratch array, a returned or kept value),
         of the carried array's shape and dtype; v is read by the product alone, of g's
-        shape and dtype; g is read only by ops that make new arrays, and is not carried.
+        shape and dtype, an array (a view of A: A[t] of a 1-d A is a number, which `*=`
+        would only rebind); g is read only by ops that make new arrays, and is not
+        carried.
 
         (Complexity about 25: the conditions, one after the other.)"""
         if e.prim is not FOR or "brk" in e.params or not isinstance(e.ins[1], int) or \
@@ -1493,7 +1495,8 @@ class _BlockCtx:
                 r = body.eqns[made[v.id]] if isinstance(v, Var) and v.id in made else None
                 if r is None or not r.prim.subscript or r.ins[1] is not t or r.params or \
                         u is v or reads.get(v.id) != 1 or v.sclass != g.sclass or \
-                        v.dclass != g.dclass or not self._keeps_dtype(v, u):
+                        v.dclass != g.dclass or not self._keeps_dtype(v, u) or \
+                        not loop_shape(v):  # (a step of a 1-d array is a scalar, no view)
                     continue
                 a = r.ins[0]
                 shape = loop_shape(a)

@@ -121,6 +121,14 @@ def weighted_steps(w, X):
     return np.sum(s * s) + np.sum(W[0])
 
 
+def ema_tanh(alpha, x):
+    """Exponential smoothing of a 1-d signal: each step of x is a number."""
+    s = 0.0 * alpha
+    for t in range(x.shape[0]):
+        s = alpha * s + np.tanh(x[t])
+    return s * s
+
+
 def rnn_inputs(T=6, batch=2, d_in=3, d_hidden=4, dtype=np.float64):
     rng = np.random.default_rng(7)
     return tuple(a.astype(dtype) for a in (

@@ -36,6 +36,8 @@ CASES = {
                          (0, 1)),
     "weighted_steps": (U.weighted_steps, (np.linspace(-1.0, 1.0, 4),
                                           np.linspace(-2.0, 2.0, 20).reshape(5, 4)), (0, 1)),
+    "ema_1d": (U.ema_tanh, (np.array(0.6), np.linspace(-1.2, 0.9, 7)), (0, 1)),
+    "decayed_sum_1d": (U.decayed_sum, (np.array(0.7), np.linspace(-2.0, 2.0, 9)), (0, 1)),
     "from_one": (U.rnn_from_one, U.rnn_inputs(), (0, 1, 2, 3)),
     "every_state": (U.rnn_every_state, U.rnn_inputs(), (0, 1, 2, 3, 4)),
     "twice": (U.rnn_twice, U.rnn_inputs(), (0, 1, 2, 3, 4)),
@@ -43,6 +45,12 @@ CASES = {
         np.linspace(-1.0, 1.0, 4), np.linspace(-2.0, 2.0, 40).reshape(5, 2, 4),
         np.linspace(0.2, 0.9, 8).reshape(2, 4)), (0, 1, 2)),
 }
+
+
+#: cases numba refuses (it runs the numpy code, with a warning): a statement run as
+#: written (rnn_logged), a carried number that is a 0-d array on one path and a float on
+#: another (the 1-d signals: "Cannot unify float64 and array(float64, 0d, C)")
+_FALLS_BACK = {"logged", "ema_1d", "decayed_sum_1d"}
 
 
 def _specialized(fn, args, wrt, backend, strict=True):
@@ -60,7 +68,7 @@ def _specialized(fn, args, wrt, backend, strict=True):
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_loops_over_time_give_the_gradient(case, backend):
     fn, args, wrt = CASES[case]
-    g, _ = _specialized(fn, args, wrt, backend, strict=case != "logged")
+    g, _ = _specialized(fn, args, wrt, backend, strict=case not in _FALLS_BACK)
     want = srcgrad.grad(fn, wrt=wrt, specialize=False, cache=False)(*args)
     for _ in range(4):  # (the variant runs from the third call)
         got = g(*args)
