@@ -317,6 +317,10 @@ class CompiledFunction:
         if at is not None:  # (f's own value, as numpy makes it)
             opt.outputs[0] = copied_inputs(graph.inputs, outs[0], opt, at, before)
         opt.check(extra_inputs=self._extra + ([self._seed] if self.kind == "vjp" else []))
+        # (a variant's program as optimized, before fusion or blocking: its form on Python
+        # floats is written from it where the signature holds numbers, srcgrad.scalars)
+        numbers = (list(opt.eqns), opt.outputs[0]) if spec is not None and check is None \
+            else None
         if jit is not None:
             from .jit import Unlike, large_form, unlike_numpy
 
@@ -367,6 +371,7 @@ class CompiledFunction:
             fc.spec_call = [(v.hint, False) for v in graph.inputs] \
                 if self._tree is not None or self._extra else self._param_names()
         fc.owned, fc.primal = self._owned(returns)
+        fc.numbers = numbers
         if not getattr(fc, "floats_fixed", False):
             fc.floats = {v.id for v in wrt}
         if self._extra or self._tree is not None:

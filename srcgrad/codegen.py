@@ -37,6 +37,8 @@ from runtime.ops.lists import LIST_APPEND, LIST_GET
 
 from .fresh import fresh_returns
 from .fusion import FUSED, block_rows, jit_dtype, loop_shape
+from . import scalars as _scalars
+from .scalars import constant as _number_literal
 from .ir import (COND, FOR, NEWSTACK, POP, PUSH, PYTHON, WHILE, Eqn, Graph, Var,
                  checked, iter_vars)
 from .staging import INT_VALUED, MAKE_SLICE, PACK
@@ -48,7 +50,8 @@ _ident = re.compile(r"[^0-9a-zA-Z_]")
 _KEYWORDS = set(keyword.kwlist)
 # builtins the emitted code is known to call; a local never takes one of these names (one
 # it calls that is not listed here is found when the module is checked, see emit_module)
-_BUILTINS = {"range", "reversed", "list", "len", "int", "float", "slice", "type"}
+_BUILTINS = {"range", "reversed", "list", "len", "int", "float", "slice", "type",
+             "ArithmeticError", "ValueError"}
 # a bare name the code calls or reads an attribute of (`np.sin(`, `sum_to(`), outside quotes
 _READ = re.compile(r"""('[^']*'|"[^"]*")|(?<![\w.])([A-Za-z_]\w*)(?=\s*[.(])""")
 _HOLE = "\x00{}\x00"  # an operand's place in a spelling, filled after renaming
@@ -507,6 +510,7 @@ def _emit_function(fc: FunctionCode, namer: _Namer, em: _Emitter, inputs, indent
         lines.extend(body + ln for ln in _guard(fc.fast, em.mod))
     if fc.spec is not None:
         lines.extend(body + ln for ln in _spec_guard(fc, namer, em.mod))
+    numbers_at = len(lines)  # (the form on Python floats goes here, named last)
     for v in fc.as_float:
         x = namer.names[v.id]
         lines.append(f"{body}{x} = {em.mod.g('as_float')}({x})")
@@ -534,6 +538,56 @@ def _emit_function(fc: FunctionCode, namer: _Namer, em: _Emitter, inputs, indent
         lines.extend(f"{body}{name}[...] = {em.src(v)}" for v, name in outs)
         return
     lines.append(f"{body}return {_render_return(em, fc.returns)}")
+    lines[numbers_at:numbers_at] = _emit_numbers(fc, namer, em.mod, body)
+
+
+def _emit_numbers(fc, namer, mod: _Module, body: str) -> list:
+    """A variant's form on Python floats (srcgrad.scalars), where it has one. Its locals
+    avoid the parameters and module-level names only: the numpy code after it assigns
+    every local it reads, so a name both use is never read across."""
+    form = getattr(fc, "number_form", None)
+    if form is None:
+        return []
+    params = namer
+    namer = _Namer(mod.local_reserved | {params.names[v.id] for v, _ in fc.spec})
+    mod.namers.append(namer)
+    m, np_ = mod.module("math", "math"), mod.g("np")
+    text: dict = {}
+
+    def src(a):
+        if isinstance(a, Var):
+            a = form.same.get(a.id, a)
+        return text[a.id] if isinstance(a, Var) else _number_literal(a)
+
+    inner = body + "    "
+    lines = [f"{body}try:  # each argument holds one number: the same gradient on Python "
+             "floats first"]
+    for v, is_array in form.inputs:
+        if is_array:
+            text[v.id] = namer.fresh(v.hint, True)
+            lines.append(f"{inner}{text[v.id]} = {params.names[v.id]}.item()")
+        else:
+            text[v.id] = params.names[v.id]
+    for out, spelling, ins in form.steps:
+        code = spelling.format(*(src(a) for a in ins), m=m)
+        text[out.id] = namer.fresh(out.hint, True)
+        lines.append(f"{inner}{text[out.id]} = {code}")
+
+    def leaf(v):
+        kind = form.leaves[v.id]
+        if kind[0] == "scalar":
+            return f"{np_}.float64({src(v)})"
+        item = src(v)
+        for _ in kind[1]:
+            item = f"({item},)"
+        return f"{np_}.array({item})"
+
+    finite = list(dict.fromkeys(src(v) for v in iter_vars(form.returns)))
+    lines.append(f"{inner}if {' and '.join(f'{m}.isfinite({x})' for x in finite)}:")
+    lines.append(f"{inner}    return {_render_structure(form.returns, leaf)}")
+    lines.append(f"{body}except ({mod.g('ArithmeticError')}, {mod.g('ValueError')}):")
+    lines.append(f"{inner}pass  # out of Python's domain: the code below answers, as numpy does")
+    return lines
 
 
 def _guard(fast, mod: _Module) -> list:
@@ -1823,6 +1877,7 @@ def _emit_jit_entry(fc, namer, mod: _Module, inputs, lines):
     lines.append(f"def {fc.module_name}({params}):")
     if fc.spec is not None:
         lines.extend("    " + ln for ln in _spec_guard(fc, namer, mod))
+    numbers_at = len(lines)  # (the form on Python floats goes here)
     for v in fc.as_float:  # (a Python number `wrt`: numba cannot call the helper)
         x = namer.names[v.id]
         lines.append(f"    {x} = {mod.g('as_float')}({x})")
@@ -1882,6 +1937,7 @@ def _emit_jit_entry(fc, namer, mod: _Module, inputs, lines):
         lines.append(f"    return {_render_structure(fc.returns, lambda v: item_of(outer[v.id], v))}")
         fc.out_params = [(v, inner.fresh("out_" + v.hint, True)) for v in results]
         mod.out_types = [(list(loop_shape(v)), jit_dtype(v)) for v in results]
+    lines[numbers_at:numbers_at] = _emit_numbers(fc, namer, mod, "    ")
     lines += ["", ""]
     spec, fc.spec = fc.spec, None
     as_float, fc.as_float = fc.as_float, []
@@ -2373,6 +2429,11 @@ def _emit_planned(fc, inputs, header, ops, clashes, jit=None):
             f.results = {v.id: mod.bind(f"{f.name}_{v.hint}_arrays")
                          for v in result_arrays(f)}
     for f in _functions(fc):  # module-level names first: no local may take one
+        numbers = getattr(f, "numbers", None)  # (a variant's straight-line program)
+        f.number_form = None if numbers is None or f.spec is None or f.extra or f.nested \
+            else _scalars.plan(numbers[0], numbers[1], f.spec, {v.id for v in f.as_float})
+        if f.number_form is not None:
+            mod.module("math", "math")
         for _, what in f.spec or ():  # a specialized variant's dtypes and fallback
             if isinstance(what, tuple):
                 mod.dtype(what[1])

@@ -314,6 +314,13 @@ def with_defaults(check, fun):
     code = _code_of(fn)
     if code[0] is None:  # (not a Python function: a builtin, a callable object's class)
         return check
+    if isinstance(fn, types.FunctionType):  # (the attributes always there: read inline,
+        c, d, k = code                           # a call costs more than the comparisons)
+        if check is None:
+            return lambda: fn.__code__ is c and fn.__defaults__ is d and \
+                fn.__kwdefaults__ is k
+        return lambda: fn.__code__ is c and fn.__defaults__ is d and \
+            fn.__kwdefaults__ is k and check()
     if check is None:
         return lambda: _same_code(fn, code)
     return lambda: _same_code(fn, code) and check()

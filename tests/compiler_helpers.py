@@ -154,6 +154,8 @@ def check_specialized(g, fn, args, want, kwargs=None):
     got = g(*args, **kwargs)  # the variant runs first now
     for k, (a, b) in enumerate(zip(_flat(got), _flat(want))):
         scale = 1.0 + float(np.max(np.abs(b), initial=0.0))
+        assert type(a) is type(b), f"specialized variant, result {k}: {type(a)}, not " \
+            f"{type(b)}"
         assert np.shape(a) == np.shape(b), f"specialized variant, result {k}: shape"
         assert np.asarray(a).dtype == np.asarray(b).dtype, f"specialized variant, result {k}"
         assert_close(a, b, 1e-9, 1e-12 * scale, f"specialized variant vs general, result {k}")

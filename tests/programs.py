@@ -180,8 +180,10 @@ class ProgramWriter:
                   (1, "stmt_if"), (2, "stmt_for")]
 
     def __init__(self, draw, name="f", max_statements=6, max_params=3, avoid_known_bugs=False,
-                 features=(), min_statements=1, straight_line=False, known_bugs=None):
+                 features=(), min_statements=1, straight_line=False, known_bugs=None,
+                 one_element=False):
         self.draw = draw
+        self.one_element = one_element  # every argument holds one number (dims of 1)
         self.name = name
         self.max_statements = max_statements
         self.min_statements = min_statements
@@ -313,6 +315,8 @@ class ProgramWriter:
 
     def base_shape(self):
         rank = self.draw(st.integers(0, 3), label="rank")
+        if self.one_element:
+            return (1,) * rank
         return tuple(self.draw(st.integers(1, 3), label="dim") for _ in range(rank))
 
     def param_shape(self, full):

@@ -21,7 +21,7 @@ LAYERS = [
     {"ir"},
     {"guards"},
     {"staging"},
-    {"verbatim", "fresh", "fusion"},
+    {"verbatim", "fresh", "fusion", "scalars"},
     {"lower", "reverse", "forward", "optimize"},
     {"codegen"},
     {"jit"},
