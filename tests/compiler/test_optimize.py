@@ -347,3 +347,50 @@ def test_cotangent_names_stay_off_forward_values():
     assert assigned and not any(name.startswith("d") for name in assigned), src
     x = rng.normal(size=4)
     np.testing.assert_allclose(srcgrad.grad(f, cache=False)(x), np.cos(2 * x), rtol=1e-12)
+
+
+# ---- the derivative of log1p(exp(u)) ------------------------------------------------------
+
+def softplus_loss(m):
+    return np.mean(np.log1p(np.exp(-m)))
+
+
+def test_a_softplus_derivative_is_one_exp_and_one_division():
+    g = adjoint(softplus_loss)
+    opt = optimize(g).check()
+    text = str(opt)
+    # k / (1 + exp(-u)) of u = -m: exp(m) (-(-m) is m), no product by exp(-m)
+    assert count(opt, "exp") == 1 and re.search(r"= exp\(%m\d+\)", text), text
+    assert count(opt, "multiply") == 0, text
+    m = rng.normal(size=7) * 3.0
+    assert_same_values(g, opt, m)
+    # where exp(-m) overflows, the product form gave nan; this gives the limit
+    big = np.array([-800.0, 800.0, 0.0])
+    with np.errstate(over="ignore", invalid="ignore"):
+        assert np.isnan(run_graph(g, big)[0][0])
+        got = run_graph(opt, big)[0]
+    np.testing.assert_allclose(got, [-1 / 3, 0.0, -1 / 6], rtol=1e-15)
+
+
+def test_a_softplus_whose_exp_is_read_again_keeps_it():
+    def f(m):
+        e = np.exp(m)
+        return np.sum(np.log1p(e)) + np.sum(e * 2.0)
+
+    g = adjoint(f)
+    opt = optimize(g).check()
+    assert count(opt, "exp") == 1, str(opt)  # (no second exp for the rewrite)
+    assert_same_values(g, opt, rng.normal(size=5))
+
+
+def test_compiled_softplus_gradients_match_the_tape_at_extremes():
+    from compiler_helpers import check_grad
+
+    def f(w, x):
+        z = x @ w
+        return np.sum(np.log1p(np.exp(z))) - np.sum(z * 0.5)
+
+    x = rng.normal(size=(6, 3))
+    for scale in (0.1, 1.0, 30.0):
+        w = rng.normal(size=3) * scale
+        check_grad(f, (w, x), compiled=srcgrad.grad(f, cache=False))
