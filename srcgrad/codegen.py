@@ -582,8 +582,25 @@ def _emit_numbers(fc, namer, mod: _Module, body: str) -> list:
             item = f"({item},)"
         return f"{np_}.array({item})"
 
-    finite = list(dict.fromkeys(src(v) for v in iter_vars(form.returns)))
-    lines.append(f"{inner}if {' and '.join(f'{m}.isfinite({x})' for x in finite)}:")
+    finite = list(dict.fromkeys(src(v) for v in list(iter_vars(form.returns)) +
+                                form.checked))
+    finite = [x for x in finite if x.isidentifier()]  # (a constant is what it is)
+    # (numpy's default error handling: under np.errstate the numpy code raises or warns)
+    tests = [f"{mod.g('numpy_errstate')}.get() is {mod.g('NUMPY_ERRSTATE')}"] + \
+        [f"{m}.isfinite({x})" for x in finite]
+    cond, rows = "", []
+    for t in tests:  # (lines of at most about 90 characters)
+        if cond and len(inner) + len(cond) + len(t) > 84:
+            rows.append(cond)
+            cond = ""
+        cond = f"{cond} and {t}" if cond else t
+    rows.append(cond)
+    if len(rows) == 1:
+        lines.append(f"{inner}if {rows[0]}:")
+    else:
+        lines.append(f"{inner}if ({rows[0]}")
+        lines.extend(f"{inner}        and {r}" for r in rows[1:-1])
+        lines.append(f"{inner}        and {rows[-1]}):")
     lines.append(f"{inner}    return {_render_structure(form.returns, leaf)}")
     lines.append(f"{body}except ({mod.g('ArithmeticError')}, {mod.g('ValueError')}):")
     lines.append(f"{inner}pass  # out of Python's domain: the code below answers, as numpy does")
@@ -863,6 +880,8 @@ class _BlockCtx:
         last_use, reads_of = self._last_uses(eqns, inlined, moved) if top else ({}, {})
         # a loop body's accumulators: {add index: (name, scatter_add index or None)}
         acc = getattr(self, "accumulators", {}).pop(id(eqns), {})
+        # a loop body's updates in place: {index: the operand updated}
+        body_updates = getattr(self, "body_updates", {}).pop(id(eqns), {})
         acc_moved = {j for _, j, _, _ in acc.values() if j is not None}
         start = len(lines)
         for i, e in enumerate(eqns):
@@ -922,6 +941,11 @@ class _BlockCtx:
                 name = em.mod.bind(f"_{e.prim.name}")
                 em.mod.reductions.append((e, name))
                 lines.append(f"{ind}{self.name(o)} = {name}({em.src(e.ins[0])})")
+            elif i in body_updates and e.ins[body_updates[i]].id in self.namer.names:
+                a = e.ins[body_updates[i]]
+                self.namer.names[o.id] = self.namer.names[a.id]
+                lines.append(ind + _norm(f"{self.namer.names[a.id]} {e.prim.inplace_op}= "
+                                         f"{em.src(e.ins[1 - body_updates[i]])}"))
             elif top and self.fc.free and \
                     (k := self._in_place(e, i, last_use, eqns)) is not None:
                 a = e.ins[k]
@@ -1452,6 +1476,11 @@ class _BlockCtx:
                 self.namer.names[body.eqns[j].outs[0].id] = names[ci]
             self.into_slots[id(body.eqns)] = (update, skipped)
         self.accumulators[id(body.eqns)] = acc
+        if self.fc.free and not _compiled_body(em.mod):
+            self.body_updates = getattr(self, "body_updates", {})
+            taken = set(acc) | (set(update) | skipped if slots else set())
+            moved = {j: i for i, (_, j, _, _) in acc.items() if j is not None}
+            self.body_updates[id(body.eqns)] = self._body_in_place(body, taken, moved)
         self._coalesce(body, targets)
         start = len(lines)
         self.emit(body.eqns, inner, lines, group=(e.loc, e.phase))
@@ -1461,6 +1490,44 @@ class _BlockCtx:
         if len(lines) == start:
             lines.append(f"{inner}pass")
 
+
+    def _body_in_place(self, body, taken, moved) -> dict:
+        """{index: operand} of the statements of a loop body written `a += b` (`a *= b`...):
+        `a` is an array the body made this step by a statement of its own that makes a new
+        array (a product, an elementwise result), of the result's shape and dtype, that no
+        statement after this one reads, that the body neither yields nor keeps, and that
+        every other statement reading it makes a new array from (no view, no stack or list
+        holds it). The body's values are made anew at every step, so what holds for one
+        step holds for all; values from outside the body (read again next step), the
+        carried ones, and those `taken` statements write over a slot of an array or into a
+        carried sum are never `a`. A statement `moved` ({index: where}) is written, and
+        reads, where its carried sum is added to."""
+        eqns = body.eqns
+        made, readers, last = {}, {}, {}
+        for i, q in enumerate(eqns):
+            for vid in dict.fromkeys(v.id for v in q.var_ins()):
+                readers.setdefault(vid, []).append(i)
+                last[vid] = max(last.get(vid, -1), moved.get(i, i))
+            for o in q.outs:  # (a statement written over a slot or into a sum: not new)
+                made[o.id] = q if i not in taken else None
+        kept = {v.id for v in iter_vars(body.outs)} | self.returned | self.fc.keep | \
+            self.em.carries | self.em.maybe_py
+        found = {}
+        for i, e in enumerate(eqns):
+            if i in taken or e.prim.inplace_op is None or len(e.outs) != 1 or \
+                    e.outs[0].id in kept:
+                continue
+            for k in ((0, 1) if e.prim.inplace_op in ("+", "*") else (0,)):
+                a, b, o = e.ins[k], e.ins[1 - k], e.outs[0]
+                q = made.get(a.id) if isinstance(a, Var) else None
+                if q is None or not q.prim.updatable or q.prim.structured or \
+                        last.get(a.id) != i or a.id in kept or b is a or \
+                        a.sclass != o.sclass or not self._keeps_dtype(a, b) or \
+                        any(not eqns[r].prim.fresh for r in readers[a.id] if r != i):
+                    continue
+                found[i] = k
+                break
+        return found
 
     def _accumulators(self, e, names) -> dict:
         """A loop's carried sums, updated in place: {index in the body of `c + b` that

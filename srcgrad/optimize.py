@@ -272,30 +272,7 @@ def _rw_multiply(e, c):
     sa, sb = _scaling(c, a), _scaling(c, b)
     if sa is not None and sb is not None and _folds_into(sa[0] * sb[0], sa[1], sb[1]):
         return ops.multiply(sa[0] * sb[0], ops.multiply(sa[1], sb[1]))  # (c1 x)(c2 y)
-    for x, y in ((a, b), (b, a)):
-        logistic = _logistic(c, x, y)
-        if logistic is not _KEEP:
-            return logistic
     return _KEEP
-
-
-def _logistic(c: _Ctx, q, e):
-    """(k / (e + 1)) * e -> k / (1 + exp(-u)) for e = exp(u) that nothing else reads: the
-    derivative of log1p(exp(u)) (a softplus, a logistic loss) times k, with one exp and no
-    product; -u of u = -m is m. Exact for every e > 0, and where exp(u) overflows it gives
-    k, where the product form gave inf / inf = nan."""
-    ex = _producer_is(c, e, ops.exp)
-    div = _producer_is(c, q, ops.divide)
-    if ex is None or div is None or c.uses[e.id] != 2 or not c.read_once(q):
-        return _KEEP
-    s = _producer_is(c, div.ins[1], ops.add)
-    if s is None or not c.read_once(div.ins[1]) or \
-            not any(a is e for a in s.ins) or not any(_is_const(a, 1) for a in s.ins):
-        return _KEEP
-    u = ex.ins[0]
-    if not (_array(u) and floating_dclass(u.dclass)):
-        return _KEEP
-    return ops.divide(div.ins[0], ops.add(ops.exp(ops.negative(u)), 1.0))
 
 
 def _scaling(c: _Ctx, v):

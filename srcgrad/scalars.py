@@ -6,14 +6,19 @@ is all calls. When every argument of a variant's signature holds one float64 num
 None) and its gradient is straight-line elementwise code, the variant first computes it on
 Python floats, an operation a few tens of nanoseconds (`math.log` for `np.log`), and
 returns what the numpy code returns: an array of the shape it would have, a numpy float64
-where it gives a scalar.
+where it gives a scalar. Each operation is spelled to give numpy's value bit for bit where
+IEEE arithmetic decides it (the sign of a zero too: a sum of -0.0 is 0.0, `maximum` of a
+tie is its second operand) and within an ulp or two for `math`'s functions.
 
 Python and numpy disagree where a number leaves a function's domain: Python raises
-(`ZeroDivisionError`, `ValueError: math domain error`, `OverflowError`), numpy answers nan
-or inf with a warning. The form therefore runs inside `try`, and returns only finite
-results: on an exception, or a result that is nan or infinite, the numpy code that follows
-it runs and answers as numpy does. `plan` decides whether the form applies; codegen writes
-it (`codegen._emit_numbers`).
+(`ZeroDivisionError`, `ValueError: math domain error`, `OverflowError`) or goes on with
+inf or nan without a word, numpy answers inf or nan with a warning (or an error, under
+`np.errstate`). The form therefore runs inside `try`, and returns only when numpy's error
+handling is its default and every result is finite, and so is every operand of an
+operation that could turn inf or nan back into a finite number (a division's denominator,
+`exp`, `tanh`, a comparison, `where`...): an overflow or an invalid operation on the way
+would show there. Otherwise the numpy code that follows it runs and answers as numpy does.
+`plan` decides whether the form applies; codegen writes it (`codegen._emit_numbers`).
 """
 from __future__ import annotations
 
@@ -41,10 +46,13 @@ _SPELL = {
     ops.arctan2: ("{m}.atan2({0}, {1})", "ff", "f"),
     ops.hypot: ("{m}.hypot({0}, {1})", "ff", "f"),
     ops.absolute: ("{m}.fabs({0})", "f", "f"), ops.fabs: ("{m}.fabs({0})", "f", "f"),
-    # (numpy's sign, maximum and minimum give nan for nan, as these do)
-    ops.sign: ("1.0 if {0} > 0 else -1.0 if {0} < 0 else {0}", "f", "f"),
-    ops.maximum: ("{0} if {0} >= {1} or {0} != {0} else {1}", "ff", "f"),
-    ops.minimum: ("{0} if {0} <= {1} or {0} != {0} else {1}", "ff", "f"),
+    # (numpy's sign, maximum and minimum give nan for nan, as these do; sign(-0.0) is
+    # 0.0, and maximum or minimum of a tie its second operand, 0.0 or -0.0)
+    ops.sign: ("1.0 if {0} > 0 else -1.0 if {0} < 0 else {0} + 0.0", "f", "f"),
+    ops.maximum: ("{0} if {0} > {1} or {0} != {0} else {1}", "ff", "f"),
+    ops.minimum: ("{0} if {0} < {1} or {0} != {0} else {1}", "ff", "f"),
+    # (a sum of one element is 0.0 + it: -0.0 becomes 0.0, as in numpy)
+    ops.sum: ("{0} + 0.0", "f", "f"), ops.mean: ("{0} + 0.0", "f", "f"),
     ops.where: ("{1} if {0} else {2}", "bff", "f"),
     ops.less: ("{0} < {1}", "ff", "b"), ops.less_equal: ("{0} <= {1}", "ff", "b"),
     ops.greater: ("{0} > {1}", "ff", "b"), ops.greater_equal: ("{0} >= {1}", "ff", "b"),
@@ -60,16 +68,23 @@ _SPELL.update({getattr(ops, name): (f"{{m}}.{py}({{0}})", "f", "f") for name, py
     ("log2", "log2"), ("log10", "log10"))})
 # primitives that give back the one number they are given (a sum of one element, a
 # reshape of it, its cast to the dtype it has...)
-_SAME = {ops.sum, ops.mean, ops.reshape, ops.transpose, ops.expand_dims, ops.squeeze,
+_SAME = {ops.reshape, ops.transpose, ops.expand_dims, ops.squeeze,
          ops.broadcast_to, ops.sum_to, ops.cast_like, ops.like_arg, ops.copy, ops.astype}
 _BOOL = (dtype_class(numpy.bool_), ("bool",))  # (a comparison's class: a bool)
+# primitive -> the operands through which an inf or a nan may leave no trace in its result
+# (1 / inf is 0, tanh(inf) 1, a comparison with nan False): they are checked finite too
+_HIDES = {ops.divide: (1,), ops.reciprocal: (0,), ops.exp: (0,), ops.expm1: (0,),
+          ops.tanh: (0,), ops.arctan: (0,), ops.arctan2: (0, 1), ops.hypot: (0, 1),
+          ops.sign: (0,), ops.maximum: (0, 1), ops.minimum: (0, 1), ops.where: (1, 2),
+          ops.power: (0, 1), ops.less: (0, 1), ops.less_equal: (0, 1), ops.greater: (0, 1),
+          ops.greater_equal: (0, 1), ops.equal: (0, 1), ops.not_equal: (0, 1)}
 
 
 class NumberForm:
     """What codegen writes: `inputs` [(input Var, whether it is an array: `.item()`)],
     `steps` [(out Var, spelling, operands)] in order, `same` {out id: the Var or constant
     it is}, `leaves` {returned Var id: ("array", shape) or ("scalar",)}, `returns` the
-    structure of what it returns."""
+    structure of what it returns, `checked` the operands it returns only if finite."""
 
     def __init__(self, returns):
         self.returns = returns
@@ -77,6 +92,7 @@ class NumberForm:
         self.steps: list = []
         self.same: dict = {}
         self.leaves: dict = {}
+        self.checked: list = []  # operands that must be finite (`_HIDES`), in order
 
 
 def _one(v, kind: str) -> bool:
@@ -101,9 +117,10 @@ def _operand(a, kind: str) -> bool:
     return constant(a) is not None
 
 
-def constant(c) -> "str | None":
+def constant(c, as_float: bool = True) -> "str | None":
     """`c` as a Python literal, None where it is not a bool or a real number of float64 or
-    Python's (an int stays an int: it meets a float only)."""
+    Python's. A number is written as a float (`0` as `0.0`): every value of the form is a
+    float, as numpy's float64 arithmetic makes it, so `where(c, x, 0)` gives 0.0."""
     if isinstance(c, (bool, numpy.bool_)):
         return repr(bool(c))
     if isinstance(c, numpy.ndarray):
@@ -114,7 +131,9 @@ def constant(c) -> "str | None":
         return None
     if not isinstance(c, (int, float, numpy.float64)) or isinstance(c, numpy.integer):
         return None
-    text = literal(float(c) if isinstance(c, numpy.float64) else c)
+    if isinstance(c, int) and abs(c) > 2 ** 53:
+        return None  # (not a float exactly: numpy's conversion of it is its own)
+    text = literal(float(c) if as_float else c)
     return f"({text})" if text.startswith("-") else text
 
 
@@ -157,6 +176,13 @@ def plan(eqns, returns, spec, converted=()) -> "NumberForm | None":
         producer[out.id] = e
         if e.prim in (ops.sum, ops.mean):
             scalar[out.id] = "np"  # (numpy's reductions give numpy scalars)
+        if e.prim is ops.sum_to and known_shape(out) != known_shape(e.ins[0]):
+            # (a sum to fewer dimensions: 0.0 + the element, as numpy's sum gives it)
+            spelling, takes, gives = "{0} + 0.0", "f", "f"
+            if not (_one(out, "f") and _operand(e.ins[0], "f")):
+                return None
+            form.steps.append((out, spelling, [e.ins[0]]))
+            continue
         if e.prim in _SAME or e.prim is ops.getitem and not isinstance(e.ins[1], Var):
             # (an index known now, of one element by one: that element; staging checked
             # the index against the shape)
@@ -174,6 +200,11 @@ def plan(eqns, returns, spec, converted=()) -> "NumberForm | None":
                 not all(_operand(a, k) for a, k in zip(e.ins, takes)):
             return None
         form.steps.append((out, spelling, list(e.ins)))
+        hides = _HIDES.get(e.prim, ())
+        if e.prim is ops.power and not isinstance(e.ins[1], Var) and float(e.ins[1]) > 0:
+            hides = ()  # (inf ** 2 is inf, nan ** 2 nan: a positive power keeps them)
+        form.checked += [e.ins[k] for k in hides
+                         if isinstance(e.ins[k], Var) and _one(e.ins[k], "f")]
         got = [scalar.get(a.id) for a in e.ins if isinstance(a, Var)]
         if e.prim is not ops.where and {"np", "in0"} & set(got) and \
                 set(got) <= {"np", "in0", "py"}:

@@ -143,4 +143,37 @@ HELPERS["stacked_zeros"] = stacked_zeros = _STACKED_ZEROS.impl
 HELPERS["check_scalar"] = check_scalar
 HELPERS["take_scratch"] = take_scratch
 HELPERS["reuse_result"] = reuse_result
+
+
+def _errstate():
+    """(numpy_errstate, NUMPY_ERRSTATE): `numpy_errstate.get() is NUMPY_ERRSTATE` exactly
+    while numpy's floating-point error handling is its default (warn on overflow, division
+    by zero and invalid operations, ignore underflow, no error callback): 40 ns a test with
+    numpy 2's context variable. Where numpy has none, or its handling was not the default
+    when this module was imported, the test asks `numpy.geterr()` (half a microsecond)."""
+    import numpy
+
+    default = {"divide": "warn", "over": "warn", "under": "ignore", "invalid": "warn"}
+
+    def is_default() -> bool:
+        return numpy.geterr() == default and numpy.geterrcall() is None
+
+    try:
+        from numpy._core.umath import _extobj_contextvar as var
+    except ImportError:
+        var = None
+    if var is not None and is_default():
+        return var, var.get()
+    marker = object()
+
+    class Asked:
+        def get(self):
+            return marker if is_default() else None
+
+    return Asked(), marker
+
+
+numpy_errstate, NUMPY_ERRSTATE = _errstate()
+HELPERS["numpy_errstate"] = numpy_errstate
+HELPERS["NUMPY_ERRSTATE"] = NUMPY_ERRSTATE
 __all__ = sorted(HELPERS)

@@ -235,3 +235,82 @@ def test_random_programs_of_numbers(program_dir, data):
                                       else a for a in program.args], i)
         assert_close(np.asarray(gi), num, 1e-4, 1e-6 * (1 + np.abs(num).max()),
                      program.source)
+
+
+# ---- what a review found: signs of zero, dtypes of constants, inf or nan on the way --------
+
+def heading(vx, omega, r):
+    vy = np.sum(-omega * r)
+    return np.arctan2(vy, np.sum(vx))
+
+
+def clipped_angle(x, y):
+    return np.sum(np.arctan2(y, np.maximum(x, 0.0)) + np.arctan2(np.sign(x), y - 2.0))
+
+
+def relu_loss(x, y):
+    h = np.maximum(x, 0)
+    return np.sum((h - y) ** 2), h
+
+
+def gated(x, y):
+    return np.sum(np.where(x > 0, x, 0) * y), np.where(x > 0, 1, 0.5)
+
+
+def decaying(x):
+    return np.sum(1.0 / (1.0 + x * x))
+
+
+def bump(x):
+    return np.sum(np.exp(-x * x))
+
+
+@pytest.mark.parametrize("kind", ["float", "(1,)"])
+def test_signs_of_zero_are_numpys(kind):
+    for fn, values, wrt in [(heading, (-2.0, 0.0, 1.0), (0, 1)),
+                            (clipped_angle, (-0.0, 0.0), (0, 1))]:
+        args = _arguments(values, kind)
+        g = srcgrad.value_and_grad(fn, wrt=wrt, cache=False)
+        assert "math.isfinite(" in g.specialized_source(*args)
+        got = g(*args)
+        want = _general(fn, wrt, srcgrad.value_and_grad)(*args)
+        assert float(got[0]) == float(fn(*args)) == float(want[0])  # (pi, not -pi)
+        for a, b in zip(_flat(got), _flat(want)):
+            np.testing.assert_array_equal(np.signbit(a), np.signbit(b))
+
+
+def test_an_integer_constant_a_result_takes_is_a_float():
+    for fn in (relu_loss, gated):
+        for kind in ("(1,)", "(1, 1)"):
+            args = _arguments((-1.5, 0.5), kind)
+            g = srcgrad.value_and_grad(fn, wrt=0, has_aux=True, cache=False)
+            assert "math.isfinite(" in g.specialized_source(*args)
+            (value, aux), grad = g(*args)
+            (value2, aux2), grad2 = _general(fn, 0, lambda f, **k: srcgrad.value_and_grad(
+                f, has_aux=True, **k))(*args)
+            assert aux.dtype == aux2.dtype == np.float64, (fn.__name__, aux)
+            np.testing.assert_array_equal(aux, aux2)
+            aux += 0.5  # (an array of floats: updatable with floats)
+
+
+@pytest.mark.parametrize("kind", ["float", "(1,)"])
+def test_an_overflow_on_the_way_warns_or_raises_as_numpy_does(kind):
+    for fn, x, state in [(decaying, 1e200, {"over": "raise"}),
+                         (bump, 30.0, {"under": "raise"})]:
+        args = _arguments((x,), kind)
+        g = srcgrad.grad(fn, cache=False)
+        assert "math.isfinite(" in g.specialized_source(*args)
+        general = _general(fn, 0)
+        with warnings.catch_warnings(record=True) as got_w:
+            warnings.simplefilter("always")
+            got = g(*args)
+        with warnings.catch_warnings(record=True) as want_w:
+            warnings.simplefilter("always")
+            want = general(*args)
+        np.testing.assert_array_equal(got, want)
+        assert _said(got_w) == _said(want_w), fn.__name__
+        with np.errstate(**state):
+            with pytest.raises(FloatingPointError):
+                general(*args)
+            with pytest.raises(FloatingPointError):
+                g(*args)

@@ -422,16 +422,19 @@ def _sums_products_in_a_loop(src: str) -> bool:
     (`acc += p` or `acc = acc + p`, p made by `.dot` or `@` in a loop)."""
     import re
 
-    dots = set()
-    for ln in src.splitlines():
+    dots, made = set(), set()  # (a name the loop assigns is no running sum: `h += p` of
+    for ln in src.splitlines():  # a product h made in the same step is in place)
         if not ln.startswith(" " * 8):
             continue
         s = ln.strip()
         m = re.match(r"(\w+) = .*(\.dot\(| @ )", s)
         if m:
             dots.add(m.group(1))
+        m = re.match(r"(\w+) = ", s)
+        if m:
+            made.add(m.group(1))
         m = re.fullmatch(r"(\w+) \+= (\w+)", s)
-        if m and m.group(2) in dots:
+        if m and m.group(2) in dots and m.group(1) not in made:
             return True
         m = re.fullmatch(r"(\w+) = (\w+) \+ (\w+)", s)
         if m and m.group(1) in m.group(2, 3) and set(m.group(2, 3)) & dots:
