@@ -135,12 +135,8 @@ def test_numbers_outside_pythons_domain_get_numpys_answer_and_warnings(fn, x, ki
     g = transform(fn, cache=False)
     assert "math.isfinite(" in g.specialized_source(*args)
     general = _general(fn, 0, transform)
-    with warnings.catch_warnings(record=True) as want_w:
-        warnings.simplefilter("always")
-        want = general(*args)
-    with warnings.catch_warnings(record=True) as got_w:
-        warnings.simplefilter("always")
-        got = g(*args)
+    want, want_w = _recorded(general, args)
+    got, got_w = _recorded(g, args)
     note = f"{fn.__name__}({x!r}) on {kind}"
     got_t = got if isinstance(got, tuple) else (got,)
     want_t = want if isinstance(want, tuple) else (want,)
@@ -148,6 +144,13 @@ def test_numbers_outside_pythons_domain_get_numpys_answer_and_warnings(fn, x, ki
         assert type(a) is type(b), note
         np.testing.assert_array_equal(a, b, err_msg=note)  # (nan == nan here)
     assert _said(got_w) == _said(want_w), note
+
+
+def _recorded(f, args):
+    """f(*args) and the warnings it gave."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        return f(*args), caught
 
 
 def _said(caught) -> list:
@@ -301,12 +304,8 @@ def test_an_overflow_on_the_way_warns_or_raises_as_numpy_does(kind):
         g = srcgrad.grad(fn, cache=False)
         assert "math.isfinite(" in g.specialized_source(*args)
         general = _general(fn, 0)
-        with warnings.catch_warnings(record=True) as got_w:
-            warnings.simplefilter("always")
-            got = g(*args)
-        with warnings.catch_warnings(record=True) as want_w:
-            warnings.simplefilter("always")
-            want = general(*args)
+        got, got_w = _recorded(g, args)
+        want, want_w = _recorded(general, args)
         np.testing.assert_array_equal(got, want)
         assert _said(got_w) == _said(want_w), fn.__name__
         with np.errstate(**state):
