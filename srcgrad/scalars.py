@@ -117,7 +117,7 @@ def _operand(a, kind: str) -> bool:
     return constant(a) is not None
 
 
-def constant(c, as_float: bool = True) -> "str | None":
+def constant(c) -> "str | None":
     """`c` as a Python literal, None where it is not a bool or a real number of float64 or
     Python's. A number is written as a float (`0` as `0.0`): every value of the form is a
     float, as numpy's float64 arithmetic makes it, so `where(c, x, 0)` gives 0.0."""
@@ -133,7 +133,7 @@ def constant(c, as_float: bool = True) -> "str | None":
         return None
     if isinstance(c, int) and abs(c) > 2 ** 53:
         return None  # (not a float exactly: numpy's conversion of it is its own)
-    text = literal(float(c) if as_float else c)
+    text = literal(float(c))
     return f"({text})" if text.startswith("-") else text
 
 
@@ -178,10 +178,9 @@ def plan(eqns, returns, spec, converted=()) -> "NumberForm | None":
             scalar[out.id] = "np"  # (numpy's reductions give numpy scalars)
         if e.prim is ops.sum_to and known_shape(out) != known_shape(e.ins[0]):
             # (a sum to fewer dimensions: 0.0 + the element, as numpy's sum gives it)
-            spelling, takes, gives = "{0} + 0.0", "f", "f"
             if not (_one(out, "f") and _operand(e.ins[0], "f")):
                 return None
-            form.steps.append((out, spelling, [e.ins[0]]))
+            form.steps.append((out, "{0} + 0.0", [e.ins[0]]))
             continue
         if e.prim in _SAME or e.prim is ops.getitem and not isinstance(e.ins[1], Var):
             # (an index known now, of one element by one: that element; staging checked
