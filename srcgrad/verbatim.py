@@ -26,6 +26,8 @@ from __future__ import annotations
 import ast
 import builtins
 import copy
+import functools
+import inspect
 import types
 
 import numpy
@@ -276,16 +278,29 @@ def changes(node, peek) -> list:
     function srcgrad knows nothing about (a callable from outside the standard library
     and numpy, with no source). `peek(func_node)` gives the callee object or None."""
     found = []
+    inner = _bindings(node, peek)  # name -> whether each binding is a new array
+    aliased = []
 
     def add(target):
         name, steps = root_of(target)
         if name is not None:
             steps = steps[:steps.index(None)] if None in steps else steps
             found.append((name, tuple(steps)))
+            if inner.get(name) is False:
+                aliased.append(name)
+
+    def add_all(exprs):
+        for a in exprs:
+            for part in ast.walk(a):
+                if isinstance(part, (ast.Name, ast.Attribute, ast.Subscript)) and \
+                        isinstance(part.ctx, ast.Load) and not _is_code(peek(part)):
+                    add(part)
 
     for n in ast.walk(node):
         if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
             targets = n.targets if isinstance(n, (ast.Assign, ast.Delete)) else [n.target]
+            if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
+                add(n.target)  # `z += 1.0` changes the array z is bound to
             for t in targets:
                 for part in ast.walk(t):
                     if isinstance(part, (ast.Attribute, ast.Subscript)) and \
@@ -302,14 +317,75 @@ def changes(node, peek) -> list:
                     for part in ast.walk(k.value):
                         if isinstance(part, (ast.Name, ast.Attribute, ast.Subscript)):
                             add(part)
+            callee = peek(n.func)
+            first_out = _first_output(callee, fname)
+            if first_out is not None:
+                for a in n.args[first_out:]:  # `np.divmod(a, b, q, r)`, `rng.random(n,
+                    for part in ast.walk(a):  # np.float64, z)`, `np.add.reduce(a, 0,
+                        if isinstance(part, (ast.Name, ast.Attribute, ast.Subscript)):
+                            add(part)         # None, z)`: outputs given by position
             if fname in _MUTATING_FUNCTIONS:  # (they change their first argument)
                 for a in n.args[:1] or args:
                     add(a)
-            elif not _known_module(peek(n.func)):
+            elif callee is None and not (isinstance(n.func, ast.Attribute) and
+                                         fname in _RUN_TIME_METHODS):
+                # a callable known only at run time (`helper.into(z)` of an object made
+                # in the function, `getattr(z, "fill")(v)`, `fns[k](z)`): it may change
+                # its arguments, its object and what its expression reads
+                add_all(args + [n.func])
+            elif not _known_module(callee):
                 for a in args:
                     if isinstance(a, (ast.Name, ast.Attribute, ast.Subscript)):
                         add(a)
+    if aliased:
+        # a name the statement binds to what may be an array it reads (`for p in params:
+        # p -= v`, `a = z.reshape(4)`) is changed in place: any array it reads may be
+        add_all([node])
     return found
+
+
+# freshly made arrays: changing one in place changes nothing else
+_FRESH_CALLS = {"zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like",
+                "full_like", "array", "arange", "linspace", "eye", "identity", "copy"}
+
+
+def _bindings(node, peek) -> dict:
+    """The names a statement binds -> whether every binding is to a new array (`y = x *
+    2`, `y = np.zeros(3)`, `y = z.copy()`), not to what may be an array it reads."""
+    inner = {}
+
+    def fresh(value):
+        if isinstance(value, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.Constant,
+                              ast.JoinedStr, ast.List, ast.Tuple, ast.Dict, ast.ListComp)):
+            return True
+        if isinstance(value, ast.Call) and _callee_name(value.func) in _FRESH_CALLS:
+            f = peek(value.func)
+            return getattr(f, "__module__", None) == "numpy" or \
+                f is None and _callee_name(value.func) == "copy"
+        return False
+
+    seen = set()  # (targets of `=` and `+=`, handled where they are met)
+    for n in ast.walk(node):
+        if isinstance(n, ast.Assign) and all(isinstance(t, ast.Name) for t in n.targets):
+            for t in n.targets:
+                inner[t.id] = inner.get(t.id, True) and fresh(n.value)
+                seen.add(id(t))
+        elif isinstance(n, ast.AugAssign):
+            seen.add(id(n.target))  # (`z += v` keeps z the array it was)
+        elif isinstance(n, ast.withitem) and isinstance(n.optional_vars, ast.Name):
+            # (what a context manager's __enter__ gives: arrays have none)
+            inner.setdefault(n.optional_vars.id, True)
+            seen.add(id(n.optional_vars))
+        elif isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)) and \
+                id(n) not in seen:
+            inner[n.id] = False  # bound by `for`, `with ... as`, unpacking, `:=`...
+    return inner
+
+
+def _is_code(value) -> bool:
+    """Modules, functions and classes: what a statement reads to call, not to change."""
+    return isinstance(value, (types.ModuleType, types.FunctionType, types.BuiltinFunctionType,
+                              types.MethodType, type, numpy.ufunc))
 
 
 def changed_names(low, stmts) -> list:
@@ -322,6 +398,65 @@ def changed_names(low, stmts) -> list:
             if not steps and name not in names:
                 names.append(name)
     return names
+
+
+def _out_index(f, bound: bool) -> "int | None":
+    """The position of `f`'s parameter `out` when it may be given by position (not
+    counting `self` where `f` is bound), or None."""
+    try:
+        params = list(inspect.signature(f).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    for i, p in enumerate(params):
+        if p.name == "out":
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+                return i if bound else i - 1
+            return None
+    return None
+
+
+def _methods_with_output() -> dict:
+    """Method name -> the first position that may be an output, over numpy's classes whose
+    methods take one (`Generator.random(size, dtype, out)`, `ndarray.sum(axis, dtype,
+    out)`, `ufunc.reduce(array, axis, dtype, out)`): for a method of a value known only
+    at run time, whose class is not known, the smallest position any of them has."""
+    found = {}
+    for cls in (numpy.random.Generator, numpy.random.RandomState, numpy.ndarray,
+                numpy.ufunc):
+        for name, member in vars(cls).items():
+            if not name.startswith("_") and callable(member):
+                i = _out_index(member, bound=False)
+                if i is not None:
+                    found[name] = min(i, found.get(name, i))
+    return found
+
+
+_METHODS_WITH_OUTPUT = _methods_with_output()
+# method names of the objects a statement that runs as written most often makes (a
+# Generator, an array, a list, a dict...): the methods the module docstring's rules know
+_RUN_TIME_METHODS = frozenset(
+    name for cls in (numpy.ndarray, numpy.generic, numpy.random.Generator,
+                     numpy.random.RandomState, numpy.random.BitGenerator, numpy.ufunc,
+                     numpy.dtype, list, dict, set, frozenset, tuple, str, bytes, int, float,
+                     complex) for name in dir(cls) if not name.startswith("__"))
+
+
+def _first_output(f, name) -> "int | None":
+    """The first position of a call's arguments that may be an output array the call
+    writes into (a ufunc's after its inputs), or None."""
+    if f is None:  # a method of a run-time value: of numpy's classes, by its name
+        return _METHODS_WITH_OUTPUT.get(name)
+    if isinstance(f, numpy.ufunc):
+        return f.nin
+    try:
+        return _signature_out(f)
+    except TypeError:  # not hashable
+        return _out_index(f, bound=True)
+
+
+@functools.lru_cache(maxsize=512)
+def _signature_out(f) -> "int | None":
+    return _out_index(f, bound=True)
 
 
 def _known_module(f) -> bool:
