@@ -205,6 +205,7 @@ class _Module:
         self.ops = ops  # names the code calls custom ops by -> the ops
         # the numba backend's options (JitOptions), None for numpy code
         self.jit = jit
+        self.array_methods = False  # a numpy variant's: arrays of known shapes and dtypes
         fixed = {"np", "ndarray"} | set(_helpers.HELPERS) | _BUILTINS | set(ops) | clashes
         if jit is not None:
             fixed |= _JIT_NAMES
@@ -264,36 +265,58 @@ class _Module:
                                         for k, v in enumerate(region.outs)]
         return self.placed_names[id(e)]
 
-    def term_calls(self, e, ins) -> list:
+    def term_calls(self, e, ins, shared_name) -> tuple:
         """Per term of sum `e`: (its function's name or None, [(operand, its source at the
-        call)]); the functions are written with the module (`_emit_regions`)."""
+        call)]); and what two or more terms need, computed once (`_shared_cones`): per
+        group, (its function's name, [(operand, source)], the values it returns, the
+        terms). The functions are written with the module (`_emit_regions`);
+        `shared_name(v)`: the caller's name for such a value, the terms' name for it too."""
         region = e.params["region"]
         src = {v.id: n for v, n in zip(e.ins, ins)}
-        calls, fcs = [], []
-        for v, name in zip(region.outs, self.term_names(e)):
-            if name is None:  # (the term is an operand of the sum as it is)
-                calls.append((None, [(v, src[v.id])]))
-                continue
-            cone = _cone(region, v)
+        names = self.term_names(e)
+        cones = [_cone(region, v) if name is not None else None
+                 for v, name in zip(region.outs, names)]
+        groups = _shared_cones(e, cones)
+        given = [v for _, _, values in groups for v in values]
+        where = f" of {e.loc.short()}" if e.loc is not None else ""
+        calls, fcs, shared = [], [], []
+
+        def function(name, cone, returns, doc):
             made = {o.id for q in cone for o in q.outs}
-            args = {a.id: a for q in cone for a in q.var_ins() if a.id not in made}
-            operands = [a for a in e.ins if a.id in args]
-            params = [src[a.id] for a in operands]
+            args = {a.id for q in cone for a in q.var_ins() if a.id not in made}
+            operands = [a for a in list(e.ins) + given if a.id in args]
+            params = [src[a.id] if a.id in src else shared_name(a) for a in operands]
             sub = _Namer(self.local_reserved | set(params))
             sub.names = {a.id: p for a, p in zip(operands, params)}
             self.namers.append(sub)
-            fc = FunctionCode(name, ", ".join(params), cone, v,
-                              {o.id for q in cone for o in q.outs}, free_after_forward=True)
+            fc = FunctionCode(name, ", ".join(params), cone, returns, made,
+                              free_after_forward=True)
             fc.floats = {a.id for a in operands
                          if loop_shape(a) and (jit_dtype(a) or "").startswith("float")}
             fc.prefer = {}
-            where = f" of {e.loc.short()}" if e.loc is not None else ""
-            fc.docstring = f"Term {len(calls)} of a sum of shifted slices{where}, on rows of " \
-                "its operands."
+            fc.docstring = doc
             fcs.append((fc, sub, operands))
-            calls.append((name, [(a, src[a.id]) for a in operands]))
+            return [(a, p) for a, p in zip(operands, params)]
+
+        taken = set()
+        for members, common, values in groups:
+            name = self.bind(f"{self.region_name(e)}_shared")
+            terms = ", ".join(str(k) for k in members)
+            shared.append((name, function(
+                name, common, values[0] if len(values) == 1 else tuple(values),
+                f"Shared by terms {terms} of the sum of shifted slices{where}, on their rows "
+                "together."), values, members))
+            taken.update(id(q) for q in common)
+        for v, name, cone in zip(region.outs, names, cones):
+            if name is None:  # (the term is an operand of the sum as it is)
+                calls.append((None, [(v, src[v.id])]))
+                continue
+            calls.append((name, function(
+                name, [q for q in cone if id(q) not in taken], v,
+                f"Term {len(calls)} of a sum of shifted slices{where}, on rows of its "
+                "operands.")))
         self.term_functions.append((e, fcs))
-        return calls
+        return calls, shared
 
     def module(self, modname: str, hint: str) -> str:
         """The module-level name of module `modname` (imported by the generated module)."""
@@ -912,13 +935,15 @@ class _BlockCtx:
                 self._accumulate(e, eqns, acc[i], ind, lines)
             elif e.prim in _STATEMENTS:
                 _STATEMENTS[e.prim](self, e, ind, lines)
-            elif _compiled_body(em.mod) and _jit_scatter(e):
-                # (the helper is Python: numba cannot call it)
+            elif (_compiled_body(em.mod) or em.mod.array_methods) and _jit_scatter(e):
+                # (numba cannot call the helper; in numpy, the helper's checks cost more
+                # than the assignment at small sizes)
                 g, idx = e.ins[0], e.ins[e.prim.adds_at]
                 np_ = em.mod.g("np")
                 lines.append(f"{ind}{self.name(o)} = {np_}.zeros({loop_shape(o)!r}, "
                              f"{np_}.{jit_dtype(o)})")
-                lines.append(ind + _norm(f"{self.name(o)}[{em.index_src(idx)}] += "
+                op = "+=" if _compiled_body(em.mod) else "="
+                lines.append(ind + _norm(f"{self.name(o)}[{em.index_src(idx)}] {op} "
                                          f"{em.src(g)}"))
             elif _compiled_body(em.mod) and e.prim.name == "cast_like" and \
                     jit_dtype(e.ins[1]) is not None:  # (the helper is Python)
@@ -1075,7 +1100,9 @@ class _BlockCtx:
         """A numpy variant's sum of terms placed in shifted slices (fusion.shifted_sums):
         its result allocated whole, then each piece of it (fusion.segments) written a
         block of rows at a time as the sum of the terms that cover it, each term's
-        function (`_emit_placed_terms`) called on its inputs' rows at the term's offset."""
+        function (`_emit_placed_terms`) called on its inputs' rows at the term's offset;
+        what terms compute alike first, once per block, on their rows together
+        (`_shared_cones`), each term then taking its rows of it."""
         from .fusion import segments
 
         em = self.em
@@ -1087,15 +1114,26 @@ class _BlockCtx:
         made = self.namer.fresh(out.hint, False) if name in ins else name
         lines.append(f"{ind}{made} = {_array_for(em, out)}")
         places = e.params["places"]
-        calls = em.mod.term_calls(e, ins)
+        given: dict = {}
+
+        def shared_name(v):
+            if v.id not in given:
+                given[v.id] = self.namer.fresh(v.hint, False)
+            return given[v.id]
+
+        calls, shared = em.mod.term_calls(e, ins, shared_name)
         at, stop = self.namer.fresh("at", True), self.namer.fresh("stop", True)
         for lo, hi, terms in segments(places, shape):
             rows = block_rows(tuple(b - a for a, b in zip(lo, hi)))
             looped = hi[0] - lo[0] > rows
             first = (at, stop) if looped else (str(lo[0]), str(hi[0]))
+            # per group of terms that share values: the first-axis offsets of its terms here
+            offs = {v.id: [places[k][0][0] for k in terms if k in members]
+                    for _, _, values, members in shared for v in values}
 
-            def cut(a, k, axis):
-                """Term k's operand `a`'s index along `axis` of the result (or None)."""
+            def cut(a, k, axis, halo=(0, 0)):
+                """Term k's operand `a`'s index along `axis` of the result (or None);
+                `halo`: the rows before and after the term's that the slice takes too."""
                 s = loop_shape(a)
                 j = axis - (len(shape) - len(s))
                 if j < 0:
@@ -1105,16 +1143,31 @@ class _BlockCtx:
                     return ":"
                 off = places[k][0][axis]
                 a0, b0 = first if axis == 0 else (str(lo[axis]), str(hi[axis]))
-                return f"{_minus(a0, off)}:{_minus(b0, off)}"
+                before, after = halo if axis == 0 else (0, 0)
+                return f"{_minus(a0, off + before)}:{_minus(b0, off - after)}"
 
-            def operand(a, src, k):
+            def operand(a, src, k, halo=(0, 0)):
+                if a.id in given:  # (the shared rows: this term's part of them)
+                    at_k, ks = places[k][0][0], offs[a.id]
+                    before, after = max(ks) - at_k, at_k - min(ks)
+                    return f"{given[a.id]}[{before or ''}:{-after if after else ''}]" \
+                        if before or after else given[a.id]
                 s = loop_shape(a)
                 if not s:
                     return src
-                parts = [cut(a, k, axis) for axis in range(len(shape))]
+                parts = [cut(a, k, axis, halo) for axis in range(len(shape))]
                 return f"{src}[{', '.join(p for p in parts if p is not None)}]"
 
-            values = []
+            values, pre = [], []
+            for fn, args, outs, members in shared:
+                ks = [places[k][0][0] for k in terms if k in members]
+                if not ks:
+                    continue
+                k = next(k for k in terms if k in members and places[k][0][0] == min(ks))
+                halo = (max(ks) - min(ks), 0)
+                sliced = [operand(a, src, k, halo) for a, src in args]
+                pre.append(f"{', '.join(given[v.id] for v in outs)} = "
+                           f"{fn}({', '.join(sliced)})")
             for k in terms:
                 fn, args = calls[k]
                 sliced = [operand(a, src, k) for a, src in args]
@@ -1131,6 +1184,7 @@ class _BlockCtx:
                              f"# {rows} {what} at a time")
                 inner = ind + "    "
                 lines.append(f"{inner}{stop} = min({at} + {rows}, {hi[0]})")
+            lines.extend(inner + p for p in pre)
             if len(values) < 2:
                 lines.append(f"{inner}{made}[{dest}] = {values[0] if values else '0'}")
                 continue
@@ -2159,6 +2213,51 @@ def _cone(region, v) -> list:
     return out[::-1]
 
 
+def _shared_cones(e, cones) -> list:
+    """What two or more terms of sum `e` compute alike (rosenbrock's `x[1:] - x[:-1] **
+    2`, in its terms at offsets 0 and 1), computed once per block of rows, over the rows
+    the terms cover together, and handed to each term shifted to its offset: [(the terms,
+    the equations, the values)], a group of terms of one extent each, shifted along the
+    first axis alone; the values are those of the terms' extent (rows line up) that a
+    term's own equations read. `cones[k]`: term k's equations (None: an operand)."""
+    places = e.params["places"]
+    groups: dict = {}
+    for k, c in enumerate(cones):
+        if c is not None:
+            groups.setdefault(tuple(b - a for a, b in zip(*places[k])), []).append(k)
+    found = []
+    outs = {v.id for v in e.params["region"].outs}
+    region = e.params["region"]
+    for extent, members in groups.items():
+        if len(members) < 2 or len({places[k][0][1:] for k in members}) != 1:
+            continue
+        count: dict = {}
+        for k in members:
+            for q in cones[k]:
+                count[id(q)] = count.get(id(q), 0) + 1
+        others = {id(q) for k, c in enumerate(cones) if c is not None and k not in members
+                  for q in c}
+        common = {id(q) for k in members for q in cones[k] if count[id(q)] >= 2 and
+                  id(q) not in others and
+                  all(loop_shape(o) == extent and o.id not in outs for o in q.outs)}
+        made = {o.id for k in members for q in cones[k] if id(q) in common for o in q.outs}
+        given: dict = {}
+        for k in members:
+            for q in cones[k]:
+                if id(q) not in common:
+                    for a in q.var_ins():
+                        if a.id in made:
+                            given.setdefault(a.id, a)
+        if not given:
+            continue
+        need: set = set()
+        for v in given.values():
+            need.update(id(q) for q in _cone(region, v))
+        found.append((members, [q for q in region.eqns if id(q) in need],
+                      list(given.values())))
+    return found
+
+
 def _emit_placed(mod: _Module, e, params, body: list):
     """A sum of terms placed in slices of its result (fusion.shifted_sums): a loop over
     each piece of the result (fusion.segments) in turn, each element the sum of the terms
@@ -2264,7 +2363,7 @@ def _minus(text: str, k: int) -> str:
 
 
 def _jit_scatter(e) -> bool:
-    """A scatter_add the numba backend writes as `out = np.zeros(shape); out[idx] += g`:
+    """A scatter_add written as `out = np.zeros(shape); out[idx] = g` (numba: `+= g`):
     a constant basic index (slices and integers: no element is hit twice) into an array
     of known shape and dtype."""
     from runtime.ops.shapes import is_basic_index

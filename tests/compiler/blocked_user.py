@@ -56,3 +56,9 @@ def energy_and_field(x):
 def smoothness(x, lam=0.5):
     curvature = x[2:] - 2.0 * x[1:-1] + x[:-2]
     return lam * np.sum(curvature ** 2) + np.sum(np.diff(x) ** 2) + np.sum(x * x)
+
+
+def path_curvature(u):
+    """A path of points in rows: its second differences, under a robust penalty."""
+    d = u[2:] - 2.0 * u[1:-1] + u[:-2]
+    return np.sum(np.log1p(d * d))

@@ -87,20 +87,25 @@ def test_blocked_variants_give_the_gradient(tiny_blocks, name, fn, wrt, make):
 
 
 STENCILS = [
-    ("rosenbrock", U.rosenbrock, lambda: (RNG.uniform(-1.5, 1.5, 19),)),
-    ("total_variation", N.total_variation, lambda: (RNG.normal(size=(7, 6)),)),
-    ("smoothness", U.smoothness, lambda: (RNG.normal(size=23),)),
+    ("rosenbrock", U.rosenbrock, lambda: (RNG.uniform(-1.5, 1.5, 19),), True),
+    ("total_variation", N.total_variation, lambda: (RNG.normal(size=(7, 6)),), False),
+    ("smoothness", U.smoothness, lambda: (RNG.normal(size=23),), True),
+    ("path_curvature", U.path_curvature, lambda: (RNG.normal(size=(11, 3)),), True),
 ]
 
 
-@pytest.mark.parametrize("name,fn,make", STENCILS, ids=[p[0] for p in STENCILS])
-def test_sums_of_shifted_slices_in_blocks(tiny_blocks, name, fn, make):
+@pytest.mark.parametrize("name,fn,make,shared", STENCILS, ids=[p[0] for p in STENCILS])
+def test_sums_of_shifted_slices_in_blocks(tiny_blocks, name, fn, make, shared):
     """The cotangents of neighbouring elements' slices are summed into the gradient a block
-    of rows at a time, each term computed at its offset (no zeros, scatter, add)."""
+    of rows at a time, each term computed at its offset (no zeros, scatter, add); what
+    the terms compute alike (rosenbrock's x[1:] - x[:-1] ** 2) is computed once per block,
+    on the rows they cover together (total variation's terms are shifted along both axes:
+    each computes its own)."""
     args = make()
     g = srcgrad.grad(fn, cache=False)
     src, got = variant(g, *args)
     assert "a sum of shifted slices" in src and "scatter_add(" not in src, src
+    assert ("_shared(" in src) == shared, src
     assert_same(got, srcgrad.grad(fn, specialize=False, cache=False)(*args), name)
     fd_check(fn, args, (0,), (got,))
     again = make()
