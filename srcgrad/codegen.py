@@ -596,14 +596,18 @@ def _emit_numbers(fc, namer, mod: _Module, body: str) -> list:
         text[out.id] = namer.fresh(out.hint, True)
         lines.append(f"{inner}{text[out.id]} = {code}")
 
+    made = []  # (an array of one element: np.empty and one store cost less than np.array)
+
     def leaf(v):
         kind = form.leaves[v.id]
         if kind[0] == "scalar":
             return f"{np_}.float64({src(v)})"
-        item = src(v)
-        for _ in kind[1]:
-            item = f"({item},)"
-        return f"{np_}.array({item})"
+        if not kind[1]:
+            return f"{np_}.array({src(v)})"
+        name = namer.fresh(v.hint, True)
+        made.append(f"{name} = {np_}.empty({(1,) * len(kind[1])!r})")
+        made.append(f"{name}[{', '.join('0' for _ in kind[1])}] = {src(v)}")
+        return name
 
     finite = list(dict.fromkeys(src(v) for v in list(iter_vars(form.returns)) +
                                 form.checked))
@@ -624,7 +628,9 @@ def _emit_numbers(fc, namer, mod: _Module, body: str) -> list:
         lines.append(f"{inner}if ({rows[0]}")
         lines.extend(f"{inner}        and {r}" for r in rows[1:-1])
         lines.append(f"{inner}        and {rows[-1]}):")
-    lines.append(f"{inner}    return {_render_structure(form.returns, leaf)}")
+    returned = _render_structure(form.returns, leaf)
+    lines.extend(f"{inner}    {m}" for m in made)
+    lines.append(f"{inner}    return {returned}")
     lines.append(f"{body}except ({mod.g('ArithmeticError')}, {mod.g('ValueError')}):")
     lines.append(f"{inner}pass  # out of Python's domain: the code below answers, as numpy does")
     return lines
@@ -978,6 +984,14 @@ class _BlockCtx:
                 self.namer.names[o.id] = self.namer.names[a.id]
                 lines.append(ind + _norm(f"{self.namer.names[a.id]} {op}= "
                                          f"{em.src(e.ins[1 - k])}"))
+            elif top and self.fc.free and em.mod.array_methods and \
+                    (k := self._out_in_place(e, i, last_use, eqns)) is not None:
+                # (`h = np.tanh(h_1, out=h_1)`: a dead temporary of a variant holds the
+                # result, which keeps its own name)
+                args = ", ".join(em.src(x) for x in e.ins)
+                lines.append(ind + _norm(f"{self.name(o)} = {em.mod.g('np')}."
+                                         f"{_ufunc_name(e.prim)}({args}, "
+                                         f"out={self.namer.names[e.ins[k].id]})"))
             else:
                 lines.append(ind + _norm(f"{self.name(o)} = {em.expr(e, self.uses)}"))
             chk = self.fc.check_scalar
@@ -1368,15 +1382,31 @@ class _BlockCtx:
                 return k
         return None
 
+    def _out_in_place(self, e, i, last_use, eqns) -> "int | None":
+        """The operand k whose array a ufunc may write its result into (`np.exp(a, out=a)`,
+        `np.divide(c, a, out=a)`), or None: as for `_in_place`, a fresh array made here
+        and dead after this use, of the result's shape and dtype."""
+        if _ufunc_name(e.prim) is None or len(e.ins) not in (1, 2) or \
+                not isinstance(e.outs[0].dclass, tuple):
+            return None
+        for k in range(len(e.ins)):
+            a = e.ins[k]
+            if isinstance(a, Var) and a.dclass == e.outs[0].dclass and \
+                    loop_shape(a) and self._updatable_operand(e, k, i, last_use, eqns):
+                # (an array of one dimension or more: numpy's operations on 0-d arrays
+                # give scalars, which take no `out=`)
+                return k
+        return None
+
     def _updatable_operand(self, e, k, i, last_use, eqns) -> bool:
-        a, b, o = e.ins[k], e.ins[1 - k], e.outs[0]
+        a, b, o = e.ins[k], e.ins[1 - k] if len(e.ins) == 2 else None, e.outs[0]
         if not isinstance(a, Var):
             return False
         if last_use.get(a.id) != i or a.id in self.returned or a.id in self.inputs or \
                 a.id in self.fc.keep:
             return False
-        if a.sclass != o.sclass or not self._keeps_dtype(a, b) or \
-                a.id not in self.namer.names:
+        if a.sclass != o.sclass or a.id not in self.namer.names or not (
+                self._keeps_dtype(a, b) if b is not None else _inexact(a, self.em.floating)):
             return False
         if isinstance(b, Var) and b is a:
             return False
@@ -1410,15 +1440,18 @@ class _BlockCtx:
         return self.uses.get(o.id, 0) <= 1 and o.id not in self.returned and not any(
             isinstance(a, Var) and a.id in self.em.carries for a in e.ins)
 
-    def _coalesce(self, block, targets):
+    def _coalesce(self, block, targets, moved=None):
         """Give a value the block yields the name of what it becomes (a carried variable
-        or a merged one) when nothing in the block reads the old name afterwards."""
+        or a merged one) when nothing in the block reads the old name afterwards.
+        `moved`: {index: index where it is written} of the statements written later, with
+        the add that absorbs them (`dx[t] += g`): their reads happen there."""
+        moved = moved or {}
         pos, last_read = {}, {}  # where each value is made, and where it is last read
         for i, e in enumerate(block.eqns):
             for o in e.outs:
                 pos[o.id] = i
             for r in e.var_ins():
-                last_read[r.id] = i
+                last_read[r.id] = max(last_read.get(r.id, -1), moved.get(i, i))
         yielded = collections.Counter(v.id for v in block.outs if isinstance(v, Var))
         for v, (old, name) in zip(block.outs, targets):
             if not isinstance(v, Var) or v.id not in pos or yielded[v.id] > 1 or \
@@ -1530,12 +1563,12 @@ class _BlockCtx:
                 self.namer.names[body.eqns[j].outs[0].id] = names[ci]
             self.into_slots[id(body.eqns)] = (update, skipped)
         self.accumulators[id(body.eqns)] = acc
+        moved = {j: i for i, (_, j, _, _) in acc.items() if j is not None}
         if self.fc.free and not _compiled_body(em.mod):
             self.body_updates = getattr(self, "body_updates", {})
             taken = set(acc) | (set(update) | skipped if slots else set())
-            moved = {j: i for i, (_, j, _, _) in acc.items() if j is not None}
             self.body_updates[id(body.eqns)] = self._body_in_place(body, taken, moved)
-        self._coalesce(body, targets)
+        self._coalesce(body, targets, moved)
         start = len(lines)
         self.emit(body.eqns, inner, lines, group=(e.loc, e.phase))
         if len(lines) == start + 1 and lines[-1].strip() == "pass":
@@ -2345,6 +2378,14 @@ def _emit_placed(mod: _Module, e, params, body: list):
         dest = ", ".join(index(k, a) for k, a in enumerate(lo))
         body.append(f"{ind}{arr}[{dest}] = {' + '.join(values) or '0'}")
     body.append(f"    return {arr}")
+
+
+def _ufunc_name(prim) -> "str | None":
+    """The name of the numpy ufunc (one result) an elementwise op calls, or None."""
+    name = getattr(prim.impl, "__name__", None) if prim.elementwise else None
+    f = getattr(numpy, name, None) if name else None
+    ok = isinstance(f, numpy.ufunc) and f.nout == 1 and getattr(numpy, f.__name__, None) is f
+    return f.__name__ if ok else None  # (np.true_divide is np.divide)
 
 
 def _compiled_body(mod: _Module) -> bool:

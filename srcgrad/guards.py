@@ -21,6 +21,7 @@ not guarded, only that `np` still names numpy.
 """
 from __future__ import annotations
 
+import enum
 import hashlib
 import types
 
@@ -403,7 +404,8 @@ def _term(read: str, snap, env: dict, depth: int = 0) -> str:
 def fingerprint(v, depth: int = 0) -> str:
     """A description of `v` that another process can compute from its own `v`: values by
     value, functions by their code (and what it reads), arrays as arrays (they are read
-    at every call), other objects by type (their attributes are guards of their own)."""
+    at every call), slices, enum members and dtypes by value, other objects by type (their
+    attributes are guards of their own)."""
     from .cache import function_fingerprint
 
     t = type(v)
@@ -428,6 +430,16 @@ def fingerprint(v, depth: int = 0) -> str:
         return f"module:{v.__name__}"
     if isinstance(v, type):
         return "class:" + _qualname(v)
+    # values compiled in whole, with no guards on their parts: by value too
+    if t is slice:
+        return "slice(" + ",".join(fingerprint(p, depth + 1)
+                                   for p in (v.start, v.stop, v.step)) + ")"
+    if isinstance(v, enum.Enum):
+        return f"enum:{_qualname(t)}.{v.name}={fingerprint(v.value, depth + 1)}"
+    if isinstance(v, numpy.dtype):
+        return f"dtype:{v.str}:{v!r}"
+    if v is Ellipsis or v is NotImplemented:
+        return repr(v)
     if callable(v) and hasattr(v, "__name__") and not hasattr(v, "__dict__"):
         return f"builtin:{getattr(v, '__module__', '')}.{v.__name__}"
     return "object:" + _qualname(t)

@@ -138,8 +138,10 @@ def constant(c) -> "str | None":
 
 
 def _power(base, exponent) -> str:
-    """`x ** 3` for an integer exponent; `math.pow` otherwise (Python's `**` of a negative
+    """`x * x` for 2, `x ** 3` for another integer exponent; `math.pow` otherwise (Python's `**` of a negative
     base and a fractional exponent is a complex number, math.pow raises)."""
+    if not isinstance(exponent, Var) and float(exponent) == 2.0:
+        return "{0} * {0}"  # (numpy squares: the same product, correctly rounded)
     if not isinstance(exponent, Var) and float(exponent).is_integer():
         return "{0} ** {1}"
     return "{m}.pow({0}, {1})"

@@ -28,7 +28,7 @@ def grad_mlp_loss(W1, b1, W2, b2, X, Y):
     # h = np.tanh(X @ W1 + b1)   (specialize_user.py:10)
     h_1 = X.dot(W1)
     h_1 += b1
-    h = np.tanh(h_1)
+    h = np.tanh(h_1, out=h_1)
     del h_1
     # z = h @ W2 + b2   (specialize_user.py:11)
     z_1 = h.dot(W2)
@@ -38,7 +38,7 @@ def grad_mlp_loss(W1, b1, W2, b2, X, Y):
     z_1 -= zs_1
     del zs_1
     # logp = zs - np.log(np.sum(np.exp(zs), axis=1, keepdims=True))   (specialize_user.py:13)
-    logp_1 = np.exp(z_1)
+    logp_1 = np.exp(z_1, out=z_1)
     del z_1
     logp_2 = logp_1.sum(axis=1, keepdims=True)
     # grad of: return -np.sum(Y * logp) / X.shape[0]   (specialize_user.py:14)
@@ -64,7 +64,7 @@ def grad_mlp_loss(W1, b1, W2, b2, X, Y):
     # grad of: h = np.tanh(X @ W1 + b1)   (specialize_user.py:10)
     dh_2 = np.square(h)
     del h
-    dh_3 = 1.0 - dh_2
+    dh_3 = np.subtract(1.0, dh_2, out=dh_2)
     del dh_2
     dh *= dh_3
     del dh_3
