@@ -844,7 +844,7 @@ class Lowerer:
         return _LocalFunction(lambda_as_def(node), self)
 
     def stmt_If(self, node, cont=()):
-        test = self.expr(node.test)
+        test = self.truth(self.expr(node.test), node.test)
         if not has_var(test):
             self.run_body(list(node.body if test else node.orelse) + list(cont))
             return
@@ -1041,6 +1041,7 @@ class Lowerer:
             return _Plan(0, n, 1, lambda i: ops.getitem(v, i), hint="i")
         if isinstance(v, range):
             return _Plan(v.start, v.stop, v.step, item=lambda i: i)
+        v = self.protocol(v, "__iter__", it)
         try:
             return list(v)
         except TypeError:
@@ -1641,7 +1642,7 @@ class Lowerer:
         return self.select(first, rest if is_and else keep, keep if is_and else rest, node)
 
     def expr_IfExp(self, node):
-        test = self.expr(node.test)
+        test = self.truth(self.expr(node.test), node.test)
         if not has_var(test):
             return self.expr(node.body if test else node.orelse)
         return self.select(test, lambda: self.expr(node.body), lambda: self.expr(node.orelse),
@@ -1870,8 +1871,41 @@ class Lowerer:
         out = _MATH[f](*[ops.to_float(a) if isinstance(a, Var) else a for a in args])
         return ops.to_float(out) if isinstance(out, Var) else out
 
+    def protocol(self, v, name, node):
+        """`v.<name>()` where `v`'s class defines that method in Python (`__iter__` of a
+        model that holds its layers, `__len__`...): inlined, so that what it reads is read
+        like any value from outside (guarded); else `v` itself, for Python to apply the
+        protocol to (a builtin type's)."""
+        method = getattr(type(v), name, None)
+        if isinstance(v, Var) or not isinstance(method, types.FunctionType):
+            return v
+        return self.inline(method, [v], {}, node)
+
+    def truth(self, v, node):
+        """The value an `if` tests: that of `v.__bool__()` (or `v.__len__()`) where `v`'s
+        class defines it in Python, inlined (see `protocol`); else `v`."""
+        for name in ("__bool__", "__len__"):
+            if not isinstance(v, Var) and hasattr(type(v), name):
+                out = self.protocol(v, name, node)
+                return out if out is v or has_var(out) else bool(out)
+        return v
+
+    def call_iter(self, f, args, kwargs, node):
+        """iter() of a list, tuple or dict srcgrad holds (an object's `__iter__` returns
+        `iter(self.layers)`), or of an object whose class defines `__iter__`."""
+        if len(args) == 1 and not kwargs and isinstance(args[0], (list, tuple, dict, range)):
+            return iter(args[0])
+        if len(args) == 1 and not kwargs and not isinstance(args[0], Var):
+            v = self.protocol(args[0], "__iter__", node)
+            if v is not args[0]:
+                return v
+        raise StaticValueNeeded("the argument of iter()")
+
     def call_len(self, f, args, kwargs, node):
         (v,) = args
+        if not isinstance(v, Var) and isinstance(getattr(type(v), "__len__", None),
+                                                 types.FunctionType):
+            return self.protocol(v, "__len__", node)
         if isinstance(v, Var) and (v.kind in ("list", "meta") or v.id in self.b.opaque):
             # (a list, a tuple known at run time: a shape, say, or *args: arrays of any
             # shapes, which np.shape could not stack)
@@ -1883,6 +1917,11 @@ class Lowerer:
     def call_number(self, f, args, kwargs, node):
         """float(), int() and bool()."""
         (v,) = args
+        dunder = {builtins.float: "__float__", builtins.int: "__int__",
+                  builtins.bool: "__bool__"}[f]
+        if not isinstance(v, Var) and isinstance(getattr(type(v), dunder, None),
+                                                 types.FunctionType):
+            return f(self.protocol(v, dunder, node))
         if not has_var(v):
             return f(v)
         if f is builtins.int and isinstance(v, Var) and v.kind in ("meta", "array"):
@@ -2052,7 +2091,7 @@ class Lowerer:
 _STATIC_BUILTINS = {builtins.len, builtins.float, builtins.int, builtins.bool, builtins.abs,
                     builtins.pow, builtins.min, builtins.max, builtins.sum, builtins.range,
                     builtins.tuple, builtins.list, builtins.zip, builtins.enumerate,
-                    builtins.reversed, builtins.isinstance}
+                    builtins.reversed, builtins.isinstance, builtins.iter}
 
 
 #: iterables `for` knows how to walk without building them: function -> Lowerer method
@@ -2062,7 +2101,7 @@ _PLANS = {builtins.range: Lowerer.plan_range, builtins.reversed: Lowerer.plan_re
 #: builtins the lowerer evaluates itself: function -> Lowerer method
 _BUILTIN_CALLS = {
     **{f: Lowerer.call_math for f in _MATH},
-    builtins.len: Lowerer.call_len,
+    builtins.len: Lowerer.call_len, builtins.iter: Lowerer.call_iter,
     builtins.float: Lowerer.call_number, builtins.int: Lowerer.call_number,
     builtins.bool: Lowerer.call_number,
     builtins.abs: Lowerer.call_abs, builtins.pow: Lowerer.call_pow,
