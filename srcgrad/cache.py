@@ -93,13 +93,20 @@ def _describe(value, seen: set, depth: int = 0) -> str:
         return "array-by-name"  # part of the generated source (see srcgrad.scopes)
     if isinstance(value, types.FunctionType):
         return _function_text(value, seen, depth + 1)
-    rules = getattr(value, "rules", None)
-    if isinstance(rules, dict) and hasattr(value, "fun"):  # a custom op: body and rules
-        head = f"op(pure={getattr(value, 'pure', False)}):"  # a pure op's calls may be folded
-        return head + "|".join([_function_text(value.fun, seen, depth + 1)] + [
+    # (looked up without calling the object's code: a __getattr__ of the user's may raise
+    # anything)
+    rules = inspect.getattr_static(value, "rules", None)
+    fun = inspect.getattr_static(value, "fun", None)
+    if isinstance(rules, dict) and fun is not None:  # a custom op: body and rules
+        pure = inspect.getattr_static(value, "pure", False)
+        head = f"op(pure={pure}):"  # a pure op's calls may be folded
+        return head + "|".join([_function_text(fun, seen, depth + 1)] + [
             f"{k}={_function_text(r, seen, depth + 1)}" for k, r in sorted(rules.items())])
-    mod = getattr(value, "__name__", None)
-    return f"{type(value).__name__}:{mod}"
+    try:
+        mod = getattr(value, "__name__", None)
+    except Exception:  # (a __getattr__ of the user's that raises a KeyError, say)
+        mod = None
+    return f"{type(value).__name__}:{mod if isinstance(mod, str) else None}"
 
 
 def _function_text(fn, seen: set, depth: int = 0) -> str:

@@ -214,6 +214,7 @@ class _Module:
         self.alias = {n: self.names.fresh(n, False) for n in sorted(fixed & params)}
         self.reads: set[str] = set()  # module-level / builtin names the code reads
         self.helpers: set[str] = set()
+        self.builtins: dict[str, str] = {}  # builtins an op helper's name hides -> name
         self.scopes: dict = {}  # Scope.key -> (module-level name, Scope)
         self.regions: list = []  # (fused equation, its arguments' names at the call)
         self.region_outs: dict = {}  # id(blocked region) -> its results' names at the call
@@ -237,6 +238,16 @@ class _Module:
         if name in _helpers.HELPERS:
             self.helpers.add(name)
         return self.alias.get(name, name)
+
+    def builtin(self, name: str) -> str:
+        """The name under which the code reads Python's builtin `name` (a statement that
+        runs as written calls `any(...)`, `sum(...)`): under a name of its own where an op
+        helper has that name (`from builtins import any as builtins_any`)."""
+        if name not in _helpers.HELPERS:
+            return self.g(name)
+        if name not in self.builtins:
+            self.builtins[name] = self.bind(f"builtins_{name}")
+        return self.builtins[name]
 
     def bind(self, base: str) -> str:
         """A new module-level name (a function, a namespace, a kernel)."""
@@ -1281,7 +1292,7 @@ class _BlockCtx:
         for name, v in zip(code.reads, e.ins):
             names[name] = em.src(v)
         for name, how in code.fixed.items():
-            names[name] = em.mod.g(name) if how[0] == "builtin" else \
+            names[name] = em.mod.builtin(name) if how[0] == "builtin" else \
                 em.mod.module(how[1], name)
         for name, o in zip(code.writes, e.outs):
             new = self.name(o, o.hint, True)
@@ -2764,6 +2775,7 @@ def _imports(mod: _Module) -> list:
                      f"{', '.join(name(n) for n in sorted(mod.helpers))}")
     renamed = sorted(n for n in mod.reads & set(mod.alias) if hasattr(builtins, n) and
                      n not in mod.helpers and n not in ("np", "ndarray") and n not in mod.ops)
-    if renamed:  # builtins a parameter hides
-        lines.append(f"from builtins import {', '.join(name(n) for n in renamed)}")
+    renamed = [name(n) for n in renamed] + [f"{n} as {a}" for n, a in sorted(mod.builtins.items())]
+    if renamed:  # builtins a parameter or an op helper hides
+        lines.append(f"from builtins import {', '.join(renamed)}")
     return lines

@@ -14,6 +14,7 @@ import __future__
 import ast
 import builtins
 import dis
+import functools
 import inspect
 import linecache
 import textwrap
@@ -121,6 +122,12 @@ def parse_function(fn) -> Source:
     fn = _unwrap(fn)
     code = getattr(fn, "__code__", None)
     name = getattr(fn, "__name__", repr(fn))
+    if code is None and isinstance(fn, functools.partial):
+        raise SourceUnavailableError(
+            f"cannot differentiate {name!r}: a functools.partial is not a function with "
+            "source of its own; differentiate the function it wraps with the bound values "
+            "passed as arguments (srcgrad.grad(f, argnums=...)), or a def that calls the "
+            "partial (partials called inside the function compile)")
     if code is None:
         raise SourceUnavailableError(
             f"cannot differentiate {name!r}: it is not a Python function with source code "

@@ -442,6 +442,11 @@ def fingerprint(v, depth: int = 0) -> str:
         return repr(v)
     if callable(v) and hasattr(v, "__name__") and not hasattr(v, "__dict__"):
         return f"builtin:{getattr(v, '__module__', '')}.{v.__name__}"
+    if callable(v) and isinstance(getattr(v, "__name__", None), str):
+        # numpy's ufuncs and dispatchers have a __dict__: by their names too (np.tanh
+        # and np.sin are both a numpy.ufunc)
+        name = getattr(v, "__qualname__", None) or v.__name__
+        return f"callable:{_qualname(t)}:{getattr(v, '__module__', '')}.{name}"
     return "object:" + _qualname(t)
 
 

@@ -204,16 +204,52 @@ def _teach(numba) -> None:
         nd = arrays.dtype.ndim
 
         def impl(arrays, axis=0):
-            if axis != 0:
-                raise ValueError("stack of a list: along the first axis only")
             first = arrays[0]
+            if axis != 0 and axis != -nd - 1:
+                raise ValueError("stack of a list of arrays of more than two dimensions: "
+                                 "along the first axis only")
             out = numpy.empty((len(arrays),) + first.shape, first.dtype)
             for k in range(len(arrays)):
                 if arrays[k].shape != first.shape:
                     raise ValueError("all input arrays must have the same shape")
                 out[k] = arrays[k]
             return out
-        return impl if nd >= 1 else None
+
+        def impl1(arrays, axis=0):  # rows of one dimension: along either axis
+            first = arrays[0]
+            n, m = len(arrays), first.shape[0]
+            ax = axis + 2 if axis < 0 else axis
+            if ax != 0 and ax != 1:
+                raise ValueError("axis is out of bounds for array of dimension 2")
+            out = numpy.empty((n, m) if ax == 0 else (m, n), first.dtype)
+            for k in range(n):
+                if arrays[k].shape != first.shape:
+                    raise ValueError("all input arrays must have the same shape")
+                if ax == 0:
+                    out[k, :] = arrays[k]
+                else:
+                    out[:, k] = arrays[k]
+            return out
+
+        def impl2(arrays, axis=0):  # of two dimensions: along any of three axes
+            first = arrays[0]
+            n, a, b = len(arrays), first.shape[0], first.shape[1]
+            ax = axis + 3 if axis < 0 else axis
+            if ax < 0 or ax > 2:
+                raise ValueError("axis is out of bounds for array of dimension 3")
+            out = numpy.empty((n, a, b) if ax == 0 else ((a, n, b) if ax == 1 else (a, b, n)),
+                              first.dtype)
+            for k in range(n):
+                if arrays[k].shape != first.shape:
+                    raise ValueError("all input arrays must have the same shape")
+                if ax == 0:
+                    out[k, :, :] = arrays[k]
+                elif ax == 1:
+                    out[:, k, :] = arrays[k]
+                else:
+                    out[:, :, k] = arrays[k]
+            return out
+        return {1: impl1, 2: impl2}.get(nd, impl) if nd >= 1 else None
 
     @overload(numpy.flip)
     def _flip_axis(m, axis):

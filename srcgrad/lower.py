@@ -44,8 +44,8 @@ from .staging import (INT, INT_VALUED, IS_NONE, LEN, Builder, as_array, dtype_cl
 from .staging import known as staging_known
 from .scopes import Path, scope_of, self_scope
 from . import pytree, verbatim
+from .protocols import MISSING as _MISSING, UNARY, Protocols, holds_python, python_method
 
-_MISSING = object()
 
 __all__ = ["lower"]
 
@@ -79,11 +79,19 @@ class _BoundMethod:
 
 
 class _LocalFunction:
-    """A `def` nested in the function being compiled; inlined where it is called."""
+    """A `def` or `lambda` nested in the function being compiled; inlined where it is
+    called. Its default values are those of where it is defined (as Python evaluates
+    them); a lambda made in a comprehension reads the comprehension's names as they are
+    when it ends (Python's late binding: `[lambda z: z ** k for k in ks]` all see the
+    last k), the enclosing function's names as they are when it is called."""
 
     def __init__(self, node: ast.FunctionDef, lowerer: "Lowerer"):
         self.node, self.lowerer = node, lowerer
         self.__name__ = node.name
+        a = node.args
+        self.defaults = [lowerer.expr(d) for d in a.defaults]
+        self.kw_defaults = [_MISSING if d is None else lowerer.expr(d) for d in a.kw_defaults]
+        self.cells = list(lowerer.comprehension_scopes)  # (filled when each one ends)
 
 
 _MATH = {
@@ -269,7 +277,7 @@ class _Plan:
 
 # ---- the lowerer ------------------------------------------------------------------------------
 
-class Lowerer:
+class Lowerer(Protocols):
     """Abstract interpreter of one function body (inlined callees get their own)."""
 
     def __init__(self, src: Source, builder: Builder, env: dict, stack: tuple,
@@ -284,6 +292,7 @@ class Lowerer:
         # in-place update inside one of its own regions cannot rebind a caller's names
         self.depth0 = len(getattr(builder, "_outer", []))
         self.probing = False  # see static_comprehension
+        self.comprehension_scopes: list = []  # of the comprehensions being run (own_names)
         # ids of the calls of numpy's own Python functions that run as written (see `stmt`)
         self.as_written: set = set()
 
@@ -1211,7 +1220,7 @@ class Lowerer:
         try:
             if plan is None:
                 self.b.push_block()
-                test = self.expr(node.test)
+                test = self.truth(self.expr(node.test), node.test)
                 params["cond"] = Block(self.b.pop_block(), [test])
             self.b.push_block()
             index = None
@@ -1442,11 +1451,16 @@ class Lowerer:
 
     @contextlib.contextmanager
     def own_names(self, names):
-        """Names bound inside (a comprehension's): their outer bindings come back after."""
+        """Names bound inside (a comprehension's): their outer bindings come back after.
+        Their values at the end stay for the lambdas made inside (see _LocalFunction)."""
         saved = {n: self.env.get(n, _MISSING) for n in names}
+        scope: dict = {}
+        self.comprehension_scopes.append(scope)
         try:
             yield
         finally:
+            self.comprehension_scopes.pop()
+            scope.update((n, self.env[n]) for n in names if n in self.env)
             for n, v in saved.items():
                 if v is _MISSING:
                     self.env.pop(n, None)
@@ -1490,7 +1504,7 @@ class Lowerer:
                 self.assign(gen.target, item)
                 keep = True
                 for c in gen.ifs:
-                    test = self.expr(c)
+                    test = self.truth(self.expr(c), c)
                     if has_var(test):
                         raise _NotStatic()
                     if not test:
@@ -1560,6 +1574,8 @@ class Lowerer:
         if entry is None:
             raise self.unsupported(f"the operator {type(op).__name__} is", node)
         prim, pyop = entry
+        if self.uses_python(a, b, type(op).__name__):  # an object's operator, in Python
+            return self.binary(type(op).__name__, a, b, pyop, node)
         if not has_var(a) and not has_var(b):
             return pyop(a, b)
         if isinstance(a, list) or isinstance(b, list) or isinstance(a, tuple) or \
@@ -1571,6 +1587,12 @@ class Lowerer:
 
     def expr_UnaryOp(self, node):
         v = self.expr(node.operand)
+        if isinstance(node.op, ast.Not):
+            return self.negate(v, node)
+        if not has_var(v) and type(node.op).__name__ in UNARY:
+            out = self.unary(type(node.op).__name__, v, node)  # an object's, in Python
+            if out is not _MISSING:
+                return out
         if isinstance(node.op, ast.USub):
             return ops.negative(v) if has_var(v) else -v
         if isinstance(node.op, ast.UAdd):
@@ -1580,8 +1602,6 @@ class Lowerer:
             if isinstance(made, Primitive) and v.kind == "array" and made is not ops.to_float:
                 return ops.copy(v)
             return v
-        if isinstance(node.op, ast.Not):
-            return ops.logical_not(v) if has_var(v) else not v
         if isinstance(node.op, ast.Invert):  # (bitwise on integers: ~1 is -2)
             return ops.invert(v) if has_var(v) else ~v
         raise self.unsupported(f"the operator {type(node.op).__name__} is", node)
@@ -1602,19 +1622,21 @@ class Lowerer:
                 if has_var(left) or has_var(right):
                     raise self.unsupported(f"the comparison {type(op).__name__} on run-time "
                                            "values is", node)
-                r = {ast.Is: operator.is_, ast.IsNot: operator.is_not,
-                     ast.In: lambda a, b: a in b,
-                     ast.NotIn: lambda a, b: a not in b}[type(op)](left, right)
+                if isinstance(op, (ast.In, ast.NotIn)):  # (a class's __contains__, __eq__)
+                    r = self.contains(right, left, node)
+                    r = self.negate(r, node) if isinstance(op, ast.NotIn) else r
+                else:
+                    r = (left is right) == isinstance(op, ast.Is)
             else:
-                prim, pyop = entry
+                prim, _ = entry
                 r = prim(left, right) if (has_var(left) or has_var(right)) \
-                    else pyop(left, right)
+                    else self.compare(type(op).__name__, left, right, node)
             if result is None:
                 result = r
             elif has_var(result) or has_var(r):
-                result = ops.logical_and(result, r)
+                result = ops.logical_and(self.truth(result, node), self.truth(r, node))
             else:
-                result = result and r
+                result = r if self.truth(result, node) else result
             left = right
         return result
 
@@ -1628,8 +1650,9 @@ class Lowerer:
         first = self.expr(values[0])
         if len(values) == 1:
             return first
-        if not has_var(first):
-            if bool(first) != is_and:  # `and` stops at a falsy value, `or` at a truthy one
+        test = self.truth(first, values[0])  # (an object's __bool__, inlined)
+        if not has_var(test):
+            if bool(test) != is_and:  # `and` stops at a falsy value, `or` at a truthy one
                 return first
             return self._boolop(is_and, values[1:], node)
 
@@ -1639,7 +1662,7 @@ class Lowerer:
         def keep():
             return first
 
-        return self.select(first, rest if is_and else keep, keep if is_and else rest, node)
+        return self.select(test, rest if is_and else keep, keep if is_and else rest, node)
 
     def expr_IfExp(self, node):
         test = self.truth(self.expr(node.test), node.test)
@@ -1724,6 +1747,11 @@ class Lowerer:
             return self.subscript_var(obj, idx, node)
         if has_var(idx):
             return self.subscript_at_run_time(obj, idx, node)
+        if isinstance(obj, dict):  # (a key whose class compares in Python: by key_in)
+            key = self.key_in(obj, idx, node)
+            if key is _MISSING:
+                raise self.error(f"KeyError: {idx!r}", node)
+            idx = key
         try:
             value = obj[idx]
         except Exception as e:
@@ -1826,6 +1854,7 @@ class Lowerer:
             return self.apply_to_list(f, args, kwargs, node)
         adapter = lookup(f) if hashable else None
         if adapter is not None:
+            self.no_conversions(f, list(args) + list(kwargs.values()), node)
             if args and isinstance(args[0], (list, tuple)) and f not in _SEQUENCES and \
                     _of_numpy(f) and holds_array(args[0]):  # numpy makes the list an array
                 args = (as_array(args[0]),) + tuple(args[1:])
@@ -1842,10 +1871,25 @@ class Lowerer:
             return handler(self, f, args, kwargs, node)
         if f in _SIDE_EFFECTS:
             raise self.unsupported(f"{_SIDE_EFFECTS[f]} has side effects: it is", node)
-        result = self.apply_container_method(f, args, kwargs)
+        result = self.apply_container_method(f, args, kwargs, node)
         if result is not _MISSING:
             return result
         return self.apply_python(f, args, kwargs, node)
+
+    def no_conversions(self, f, args, node):
+        """Refuse a numpy function given an object whose class writes a conversion
+        (`__array__`, `__float__`, `__len__`...) in Python: numpy would call it while
+        compiling, and nothing it reads would be guarded."""
+        for a in args:
+            if isinstance(a, Var) or type(a) in (float, int, bool, str) or \
+                    not holds_python(a, _CONVERSIONS):
+                continue
+            for name in _CONVERSIONS:
+                if holds_python(a, (name,)):
+                    raise self.error(
+                        f"{getattr(f, '__name__', f)}() of an object whose class defines "
+                        f"{name} in Python: numpy would call it once, while compiling; pass "
+                        "the arrays or numbers it holds", node, UnsupportedSyntaxError)
 
     def apply_to_list(self, f, args, kwargs, node):
         """A call on a list built in a run-time loop or branch: np.stack of it only."""
@@ -1863,6 +1907,7 @@ class Lowerer:
     # builtins (see _BUILTIN_CALLS): `call_x(self, f, args, kwargs, node)`
 
     def call_math(self, f, args, kwargs, node):
+        args = [self.protocol(a, "__float__", node) for a in args]  # (an object's, inlined)
         if not any(has_var(a) for a in args):
             return f(*args)
         # math functions take Python numbers: an array of one or more dimensions is
@@ -1871,29 +1916,11 @@ class Lowerer:
         out = _MATH[f](*[ops.to_float(a) if isinstance(a, Var) else a for a in args])
         return ops.to_float(out) if isinstance(out, Var) else out
 
-    def protocol(self, v, name, node):
-        """`v.<name>()` where `v`'s class defines that method in Python (`__iter__` of a
-        model that holds its layers, `__len__`...): inlined, so that what it reads is read
-        like any value from outside (guarded); else `v` itself, for Python to apply the
-        protocol to (a builtin type's)."""
-        method = getattr(type(v), name, None)
-        if isinstance(v, Var) or not isinstance(method, types.FunctionType):
-            return v
-        return self.inline(method, [v], {}, node)
-
-    def truth(self, v, node):
-        """The value an `if` tests: that of `v.__bool__()` (or `v.__len__()`) where `v`'s
-        class defines it in Python, inlined (see `protocol`); else `v`."""
-        for name in ("__bool__", "__len__"):
-            if not isinstance(v, Var) and hasattr(type(v), name):
-                out = self.protocol(v, name, node)
-                return out if out is v or has_var(out) else bool(out)
-        return v
-
     def call_iter(self, f, args, kwargs, node):
         """iter() of a list, tuple or dict srcgrad holds (an object's `__iter__` returns
         `iter(self.layers)`), or of an object whose class defines `__iter__`."""
-        if len(args) == 1 and not kwargs and isinstance(args[0], (list, tuple, dict, range)):
+        if len(args) == 1 and not kwargs and isinstance(
+                args[0], (list, tuple, dict, range, str, bytes, set, frozenset)):
             return iter(args[0])
         if len(args) == 1 and not kwargs and not isinstance(args[0], Var):
             v = self.protocol(args[0], "__iter__", node)
@@ -1941,17 +1968,28 @@ class Lowerer:
 
     def call_abs(self, f, args, kwargs, node):
         (v,) = args
+        if python_method(v, "__abs__") is not None:
+            return self.protocol(v, "__abs__", node)
         return ops.absolute(v) if has_var(v) else abs(v)
 
     def call_pow(self, f, args, kwargs, node):
+        if len(args) == 2 and not kwargs:
+            return self.binop(ast.Pow(), args[0], args[1], node)
+        if holds_python(list(args), ("__pow__", "__rpow__")):
+            raise self.error("pow() with a modulus, of an object whose class defines "
+                             "__pow__ in Python, is not supported", node,
+                             UnsupportedSyntaxError)
         return ops.power(*args) if any(has_var(a) for a in args) else pow(*args)
 
     def call_min_max(self, f, args, kwargs, node):
         if len(args) == 1 and isinstance(args[0], Var) and args[0].kind == "array" and \
                 not kwargs:  # the largest item along the first axis (of a 1-d array)
             return (ops.min if f is builtins.min else ops.max)(args[0], axis=0)
-        items = list(args[0]) if len(args) == 1 else list(args)
+        items = self.static_items(args[0], node) if len(args) == 1 else list(args)
         if not any(has_var(v) for v in items):
+            if "key" in kwargs or holds_python(items, ("__lt__", "__gt__", "__le__",
+                                                        "__ge__")):
+                return self.extreme(f, items, kwargs, node)  # (Python code, inlined)
             return f(items, **kwargs)
         prim = ops.minimum if f is builtins.min else ops.maximum
         out = items[0]
@@ -1968,31 +2006,53 @@ class Lowerer:
             # np.stack: the items must have one shape (an empty list raises)
             total = ops.sum(self.b.stage(STACK_LIST, [args[0]], {"axis": 0}), axis=0)
             return ops.add(total, args[1]) if len(args) > 1 else total
-        items = list(args[0])
+        items = self.static_items(args[0], node)
         out = args[1] if len(args) > 1 else 0
         for v in items:
-            out = ops.add(out, v) if (has_var(out) or has_var(v)) else out + v
+            out = self.binop(ast.Add(), out, v, node)
         return out
+
+    def call_sorted(self, f, args, kwargs, node):
+        """sorted() of a compile-time iterable (of a run-time array: np.sort)."""
+        if len(args) != 1 or has_var(args[0]):
+            raise StaticValueNeeded("the argument of sorted() (np.sort sorts an array)")
+        return self.ordered(self.static_items(args[0], node), kwargs, node)
 
     def call_static(self, f, args, kwargs, node):
         """range, tuple, list, zip, enumerate, reversed, isinstance: of static values."""
         if any(has_var(a) for a in args):
             raise StaticValueNeeded(f"the arguments of {f.__name__}()")
+        if f is builtins.reversed and len(args) == 1 and \
+                python_method(args[0], "__reversed__") is not None:
+            return self.protocol(args[0], "__reversed__", node)
+        if f in (builtins.tuple, builtins.list, builtins.zip, builtins.enumerate,
+                 builtins.reversed):  # iterables: a class's __iter__ inlined
+            args = [self.static_items(a, node) for a in args]
+        elif holds_python(list(args) + list(kwargs.values()), ("__index__", "__int__")):
+            raise self.error(f"{f.__name__}() of an object whose class defines __index__ in "
+                             "Python is not supported", node, UnsupportedSyntaxError)
         return f(*args, **kwargs)
 
-    def apply_container_method(self, f, args, kwargs):
+    def apply_container_method(self, f, args, kwargs, node):
         """A method of a list or dict the lowerer holds (or _MISSING)."""
         owner = getattr(f, "__self__", None)
         if not isinstance(f, types.BuiltinMethodType):
             return _MISSING
+        if isinstance(owner, list) and f.__name__ == "index" and args and \
+                holds_python([owner, args[0]], ("__eq__", "__ne__")):
+            for i, x in enumerate(owner):  # (a class's __eq__, inlined)
+                if self.equal(args[0], x, node) is True:
+                    return i
+            raise self.error(f"ValueError: {args[0]!r} is not in list", node)
         if isinstance(owner, list) and f.__name__ in ("append", "extend", "pop", "index"):
             return f(*args)
         if type(owner) is dict and f.__name__ in ("get", "keys", "values", "items"):
             d = owner  # reading a dict: a structured argument's or the function's own
             if f.__name__ == "get" and not kwargs and 1 <= len(args) <= 2 and \
                     not has_var(args[0]):
-                if args[0] in d:  # as d[key]: an array of a global dict is read at run time
-                    return self.b.reads.item(d, args[0], d[args[0]])
+                key = self.key_in(d, args[0], node)
+                if key is not _MISSING:  # as d[key]: an array of a dict is read at run time
+                    return self.b.reads.item(d, key, d[key])
                 return args[1] if len(args) == 2 else None
             if self.b.reads.path_of(d) is None and not kwargs and not args:
                 return f()
@@ -2056,7 +2116,7 @@ class Lowerer:
         if a.vararg or a.kwarg:
             raise self.unsupported("*args and **kwargs in nested functions are", lf.node)
         names = [p.arg for p in a.posonlyargs + a.args]
-        defaults = [lf.lowerer.expr(d) for d in a.defaults]
+        defaults = lf.defaults
         env = {}
         for n, v in zip(names, args):
             env[n] = v
@@ -2064,13 +2124,16 @@ class Lowerer:
             env[n] = v
         for n, d in zip(names[len(names) - len(defaults):], defaults):
             env.setdefault(n, d)
-        for p, d in zip(a.kwonlyargs, a.kw_defaults):
-            if p.arg not in env and d is not None:
-                env[p.arg] = lf.lowerer.expr(d)
+        for p, d in zip(a.kwonlyargs, lf.kw_defaults):
+            if p.arg not in env and d is not _MISSING:
+                env[p.arg] = d
         missing = [n for n in names + [p.arg for p in a.kwonlyargs] if n not in env]
         if missing:
             raise self.error(f"{lf.__name__}() is missing arguments: {', '.join(missing)}",
                              node)
+        for scope in reversed(lf.cells):  # the names of the comprehensions it was made in
+            for n, v in scope.items():
+                env.setdefault(n, v)
         src = Source(lf.lowerer.src.fn, lf.lowerer.src.filename, lf.lowerer.src.firstlineno,
                      lf.node, lf.lowerer.src.lines, lf.lowerer.src.globals,
                      lf.lowerer.src.closure)
@@ -2088,10 +2151,14 @@ class Lowerer:
         return None
 
 
+#: the methods numpy calls to turn an object into an array or a number
+_CONVERSIONS = ("__array__", "__float__", "__int__", "__index__", "__complex__", "__len__",
+                "__getitem__", "__iter__")
+
 _STATIC_BUILTINS = {builtins.len, builtins.float, builtins.int, builtins.bool, builtins.abs,
                     builtins.pow, builtins.min, builtins.max, builtins.sum, builtins.range,
                     builtins.tuple, builtins.list, builtins.zip, builtins.enumerate,
-                    builtins.reversed, builtins.isinstance, builtins.iter}
+                    builtins.reversed, builtins.isinstance, builtins.iter, builtins.sorted}
 
 
 #: iterables `for` knows how to walk without building them: function -> Lowerer method
@@ -2106,7 +2173,7 @@ _BUILTIN_CALLS = {
     builtins.bool: Lowerer.call_number,
     builtins.abs: Lowerer.call_abs, builtins.pow: Lowerer.call_pow,
     builtins.min: Lowerer.call_min_max, builtins.max: Lowerer.call_min_max,
-    builtins.sum: Lowerer.call_sum,
+    builtins.sum: Lowerer.call_sum, builtins.sorted: Lowerer.call_sorted,
     **{f: Lowerer.call_static for f in (builtins.range, builtins.tuple, builtins.list,
                                         builtins.zip, builtins.enumerate, builtins.reversed,
                                         builtins.isinstance)},

@@ -210,6 +210,12 @@ class Builder:
             result = prim.impl(*args, **params)
             if not isinstance(result, numpy.ndarray) or result.size <= 16:
                 return result  # constant folding
+        for a in args:
+            if _foreign(a):  # (the generated code could not spell it)
+                raise TypeError(f"{prim.name}() of a {type(a).__name__} object: an op of "
+                                "srcgrad's takes arrays and numbers (an object's own "
+                                "operators and methods apply to objects known at compile "
+                                "time only)")
         if prim.meta and prim.zero_grad and any(known_shape(a) is not None for a in args):
             folded = _shape_only(prim, args, params)
             if folded is not _UNFOLDED:
@@ -500,3 +506,12 @@ def _elementwise_dclass(prim, args, out):
         # picks from the operands'
         return ("f", out.id)
     return out.dclass
+
+
+def _foreign(v) -> bool:
+    """An object of a class of the user's (or a library's) as an op's input: neither a
+    value of numpy's or the builtins' nor a run-time value."""
+    if isinstance(v, (Var, numbers.Number, numpy.ndarray, numpy.generic, str, bytes,
+                      tuple, list, slice, type(None), type(Ellipsis), numpy.dtype)):
+        return False
+    return not callable(v) and not isinstance(v, type)

@@ -688,6 +688,16 @@ class ProgramWriter:
         k = self.draw(st.integers(0, 3), label="trip count")
         i = self.fresh("i")
         body = f"{t} = {t} * 0.5 + np.tanh({e}) * {i}"
+        # or a row of an array per step (acc = acc * 0.5 + X[i]: its gradient is stored
+        # row by row while the carried cotangent is updated)
+        rows = [a for a in self.params + self.locals if a != t and a in self.values and
+                self.val(a).ndim >= 1 and self.val(a).shape[0] >= 1 and
+                _broadcasts_to(self.val(a).shape[1:], vt.shape)]
+        if rows and self.draw(st.booleans(), label="row per step"):
+            a = self.pick(rows, label="rows")
+            k = min(k, self.val(a).shape[0])
+            body = f"{t} = {t} * 0.5 + {a}[{i}]" if self.draw(
+                st.booleans(), label="linear") else f"{t} = np.tanh({t}) + {a}[{i}] * {e}"
         # run the loop as the program will (`e` may read `t`); a Python float stays one
         ns = self.env()
         with np.errstate(all="ignore"):
@@ -1330,3 +1340,10 @@ def programs(draw, name="f", **kw) -> Program:
     """Hypothesis strategy: a random numpy program (assignments, data-dependent `if`s and
     `for` loops over random-length ranges) and its arguments."""
     return ProgramWriter(draw, name=name, **kw).write()
+
+
+def _broadcasts_to(shape, target) -> bool:
+    try:
+        return np.broadcast_shapes(shape, target) == tuple(target)
+    except ValueError:
+        return False

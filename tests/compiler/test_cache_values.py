@@ -42,3 +42,26 @@ def test_a_dict_of_slices_and_dtypes_changed(monkeypatch):
         want[win] = 3.0 * X[win] ** 2  # (finite differences of float32 values: too coarse)
         assert got.dtype == np.float64
         np.testing.assert_allclose(got, want, rtol=1e-6 if dt == "float32" else 1e-12)
+
+
+def test_numpy_functions_in_a_dict_changed(monkeypatch):
+    # every ufunc was keyed as a numpy.ufunc and every dispatcher (np.sum, np.mean) as
+    # one: the recompile after the guard failed loaded the old function's module
+    g = srcgrad.grad(U.activation_loss)
+    for act, reduce in ((np.tanh, np.sum), (np.sin, np.sum), (np.sin, np.mean),
+                        (np.exp, np.mean), (np.tanh, np.sum)):
+        monkeypatch.setitem(U.ACT, "act", act)
+        monkeypatch.setitem(U.ACT, "reduce", reduce)
+        for _ in range(2):
+            check(g, U.activation_loss)
+        check(srcgrad.grad(U.activation_loss), U.activation_loss)
+
+
+def test_an_object_whose_getattr_raises_a_key_error(monkeypatch):
+    # the disk cache's key looked for a custom op's attributes with getattr, and the
+    # object's __getattr__ raised a KeyError out of srcgrad
+    g = srcgrad.grad(U.params_loss)
+    check(g, U.params_loss)
+    monkeypatch.setitem(U.PARAMS.values, "scale", -3.0)
+    check(g, U.params_loss)
+    check(srcgrad.grad(U.params_loss), U.params_loss)

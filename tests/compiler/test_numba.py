@@ -642,3 +642,27 @@ def test_values_and_aux_come_back_as_numpy_gives_them():
         dx, aux = h(x)
         np.testing.assert_array_equal(dx, 2 * x)
         assert aux == {"m": 0.0, "n": 5}
+
+
+def _stacked(axis, rows):
+    def loss(M):
+        parts = []
+        for i in range(rows):  # (a list of arrays: numba's own np.stack takes a tuple)
+            parts.append(M[i] * (i + 1.0))
+        return np.sum(np.sin(np.stack(parts, axis=axis)) ** 2)
+    return loss
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1, 2, -3])
+@pytest.mark.parametrize("ndim", [1, 2])
+def test_stack_of_a_list_along_any_axis(axis, ndim):
+    # along an axis other than the first, the compiled code raised a ValueError
+    if axis in (2, -3) and ndim == 1:
+        pytest.skip("out of range for items of one dimension")
+    M = np.linspace(-1.0, 1.0, 24).reshape((3, 8) if ndim == 1 else (3, 4, 2))
+    fn = _stacked(axis, 3)
+    expected = srcgrad.grad(fn)(M)
+    g = numba_grad(fn)
+    for _ in range(3):
+        np.testing.assert_allclose(compiled_without_warning(g, M)[0], expected, rtol=1e-10,
+                                   atol=1e-12)

@@ -21,7 +21,7 @@ LAYERS = [
     {"ir"},
     {"guards"},
     {"staging"},
-    {"verbatim", "fresh", "fusion", "scalars"},
+    {"verbatim", "fresh", "fusion", "scalars", "protocols"},
     {"lower", "reverse", "forward", "optimize"},
     {"codegen"},
     {"jit"},
