@@ -96,11 +96,10 @@ def _describe(value, seen: set, depth: int = 0) -> str:
     # (looked up without calling the object's code: a __getattr__ of the user's may raise
     # anything)
     rules = inspect.getattr_static(value, "rules", None)
-    fun = inspect.getattr_static(value, "fun", None)
-    if isinstance(rules, dict) and fun is not None:  # a custom op: body and rules
-        pure = inspect.getattr_static(value, "pure", False)
-        head = f"op(pure={pure}):"  # a pure op's calls may be folded
-        return head + "|".join([_function_text(fun, seen, depth + 1)] + [
+    if isinstance(rules, dict) and \
+            inspect.getattr_static(value, "fun", None) is not None:  # a custom op
+        head = f"op(pure={getattr(value, 'pure', False)}):"  # a pure op's calls may be folded
+        return head + "|".join([_function_text(value.fun, seen, depth + 1)] + [
             f"{k}={_function_text(r, seen, depth + 1)}" for k, r in sorted(rules.items())])
     try:
         mod = getattr(value, "__name__", None)

@@ -616,7 +616,8 @@ def _emit_numbers(fc, namer, mod: _Module, body: str) -> list:
         if not kind[1]:
             return f"{np_}.array({src(v)})"
         name = namer.fresh(v.hint, True)
-        made.append(f"{name} = {np_}.empty({(1,) * len(kind[1])!r})")
+        shape = "1" if len(kind[1]) == 1 else repr((1,) * len(kind[1]))
+        made.append(f"{name} = {mod.g('empty')}({shape})")
         made.append(f"{name}[{', '.join('0' for _ in kind[1])}] = {src(v)}")
         return name
 
@@ -624,8 +625,10 @@ def _emit_numbers(fc, namer, mod: _Module, body: str) -> list:
                                 form.checked))
     finite = [x for x in finite if x.isidentifier()]  # (a constant is what it is)
     # (numpy's default error handling: under np.errstate the numpy code raises or warns)
+    # (several numbers are finite together when their sum is: inf or nan otherwise, and
+    # a sum that overflows only sends the call to the numpy code)
     tests = [f"{mod.g('numpy_errstate')}.get() is {mod.g('NUMPY_ERRSTATE')}"] + \
-        [f"{m}.isfinite({x})" for x in finite]
+        ([f"{m}.isfinite({' + '.join(finite)})"] if finite else [])
     cond, rows = "", []
     for t in tests:  # (lines of at most about 90 characters)
         if cond and len(inner) + len(cond) + len(t) > 84:
