@@ -2019,9 +2019,13 @@ class Lowerer(Protocols):
         return self.ordered(self.static_items(args[0], node), kwargs, node)
 
     def call_static(self, f, args, kwargs, node):
-        """range, tuple, list, zip, enumerate, reversed, isinstance: of static values."""
+        """range, tuple, list, zip, enumerate, reversed, isinstance, type (of one value):
+        of static values."""
         if any(has_var(a) for a in args):
             raise StaticValueNeeded(f"the arguments of {f.__name__}()")
+        if f is builtins.type and (len(args) != 1 or kwargs):
+            raise self.error("type() with three arguments (a new class) is not supported",
+                             node, UnsupportedSyntaxError)
         if f is builtins.reversed and len(args) == 1 and \
                 python_method(args[0], "__reversed__") is not None:
             return self.protocol(args[0], "__reversed__", node)
@@ -2158,7 +2162,8 @@ _CONVERSIONS = ("__array__", "__float__", "__int__", "__index__", "__complex__",
 _STATIC_BUILTINS = {builtins.len, builtins.float, builtins.int, builtins.bool, builtins.abs,
                     builtins.pow, builtins.min, builtins.max, builtins.sum, builtins.range,
                     builtins.tuple, builtins.list, builtins.zip, builtins.enumerate,
-                    builtins.reversed, builtins.isinstance, builtins.iter, builtins.sorted}
+                    builtins.reversed, builtins.isinstance, builtins.iter, builtins.sorted,
+                    builtins.type}
 
 
 #: iterables `for` knows how to walk without building them: function -> Lowerer method
@@ -2176,7 +2181,7 @@ _BUILTIN_CALLS = {
     builtins.sum: Lowerer.call_sum, builtins.sorted: Lowerer.call_sorted,
     **{f: Lowerer.call_static for f in (builtins.range, builtins.tuple, builtins.list,
                                         builtins.zip, builtins.enumerate, builtins.reversed,
-                                        builtins.isinstance)},
+                                        builtins.isinstance, builtins.type)},
 }
 
 

@@ -43,6 +43,7 @@ CHANGES = {
     "weighted": rename("eval"),
     "phase_position": rename("eval"),
     "default_options": lambda s: setattr(s["opts"], "decay", 0.3),
+    "versioned": lambda s: setattr(s["version"], "major", 1),
 }
 
 
