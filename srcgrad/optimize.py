@@ -168,6 +168,115 @@ def _const_broadcast(c: _Ctx, v):
 
 # ---- algebraic rewrites: one function per primitive, `rule(e, ctx) -> value or _KEEP` ----
 
+def _collected(e, c):
+    """A sum of products of one floating dtype, read once, with a factor in common, written
+    with that factor taken out when that costs fewer ops: the product rule's
+    `(1 - x) * -2 + d * x * -400` is `(d * -400 + 2) * x - 2` (4 passes over memory, not 5).
+    Every factor stays (nothing cancels, so the result broadcasts as before); the
+    constants add up in another order."""
+    out = e.outs[0]
+    if not (_array(out) and floating_dclass(out.dclass)) or len(out.dclass) != 2:
+        return _KEEP
+    found = _eqn_terms(c, e, e, out.dclass, [0])
+    if found is None:
+        return _KEEP
+    terms, const, before = found
+    counts = collections.Counter(v.id for _, fs in terms for v in {f.id: f for f in fs}.values())
+    common = max(counts, key=counts.get, default=None)
+    if common is None or counts[common] < 2:
+        return _KEEP
+    x = next(f for _, fs in terms for f in fs if f.id == common)
+    inner, rest = [], []
+    for k, fs in terms:
+        if any(f.id == common for f in fs):
+            i = next(j for j, f in enumerate(fs) if f.id == common)
+            inner.append((k, fs[:i] + fs[i + 1:]))
+        else:
+            rest.append((k, fs))
+    inner_const = sum(k for k, fs in inner if not fs)
+    inner = [(k, fs) for k, fs in inner if fs]
+    after = _sum_cost(inner, inner_const) + 1 + _sum_cost([(1, [x])] + rest, const)
+    if after >= before:
+        return _KEEP
+    g = ops.multiply(_build_sum(inner, inner_const), x)
+    return _build_sum([(1, [g])] + rest, const)
+
+
+def _terms(c, v, root, dclass, ops_seen):
+    """`v` as (terms [(coefficient, [factor Vars])], constant, equations it takes), where
+    it is built by add, subtract, negative and multiply from values of `dclass` and
+    constants, each equation read once (but the root); None where it is not such a sum.
+    `ops_seen` counts the equations."""
+    if _is_const(v) and isinstance(v, (int, float)) and not isinstance(v, bool):
+        return [], float(v), 0
+    if not (isinstance(v, Var) and v.kind == "array" and v.dclass == dclass):
+        return None
+    p = c.prod(v)
+    if p is None or not c.read_once(v):
+        return [(1.0, [v])], 0.0, 0
+    return _eqn_terms(c, p, root, dclass, ops_seen) or ([(1.0, [v])], 0.0, 0)
+
+
+def _eqn_terms(c, p, root, dclass, ops_seen):
+    """`_terms` of the value equation `p` makes; None where it is no such sum."""
+    if ops_seen[0] > 16 or p.params or \
+            p.prim not in (ops.add, ops.subtract, ops.negative, ops.multiply):
+        return None
+    ops_seen[0] += 1
+    parts = [_terms(c, a, root, dclass, ops_seen) for a in p.ins]
+    if any(q is None for q in parts):
+        return None
+    n = 1 + sum(q[2] for q in parts)
+    if p.prim is ops.negative:
+        (t, k, _), = parts
+        return [(-a, fs) for a, fs in t], -k, n
+    (ta, ka, _), (tb, kb, _) = parts
+    if p.prim is ops.add:
+        return ta + tb, ka + kb, n
+    if p.prim is ops.subtract:
+        return ta + [(-a, fs) for a, fs in tb], ka - kb, n
+    # multiply: a constant scales a sum; two products make one product
+    if not ta:
+        return [(ka * a, fs) for a, fs in tb], ka * kb, n
+    if not tb:
+        return [(kb * a, fs) for a, fs in ta], ka * kb, n
+    if len(ta) == 1 and len(tb) == 1 and ka == 0 and kb == 0:
+        return [(ta[0][0] * tb[0][0], ta[0][1] + tb[0][1])], 0.0, n
+    return None
+
+
+def _sum_cost(terms, const) -> int:
+    """Equations `_build_sum` stages."""
+    if not terms:
+        return 0
+    products = sum(len(fs) - 1 + (abs(k) != 1) for k, fs in terms)
+    negation = const == 0 and all(k < 0 for k, _ in terms)
+    return products + len(terms) - 1 + (const != 0) + negation
+
+
+def _build_sum(terms, const):
+    total = None
+    for k, fs in terms:
+        v = fs[0]
+        for f in fs[1:]:
+            v = ops.multiply(v, f)
+        if abs(k) != 1:
+            v = ops.multiply(v, abs(k))
+        if total is None:
+            total = v if k > 0 else (ops.negative(v) if const == 0 else ops.subtract(const, v))
+            if k < 0 and const != 0:
+                const = 0.0
+        else:
+            total = ops.add(total, v) if k > 0 else ops.subtract(total, v)
+    if total is None:
+        return const
+    if const > 0:
+        return ops.add(total, const)
+    if const < 0:
+        return ops.subtract(total, -const)
+    return total
+
+
 def _same_operand(a, b) -> bool:
     """One value, or equal constants (by their literal)."""
     if isinstance(a, Var) or isinstance(b, Var):
@@ -238,11 +347,13 @@ def _rw_add(e, c):
         if z is not None and _array(y) and known_shape(y) is not None and \
                 _same_shape(y, x) and y.dclass == x.dclass and floating_dclass(y.dclass):
             return y
-    return _KEEP
+    return _collected(e, c)
 
 
 def _rw_subtract(e, c):
     a, b = e.ins
+    if not (_is_const(b, 0) and _array(a) and _keeps_dtype(a, b)):
+        return _collected(e, c)
     return a if _is_const(b, 0) and _array(a) and _keeps_dtype(a, b) else _KEEP
 
 

@@ -64,3 +64,8 @@ def while_break(x, limit):
         if n >= 20:
             break
     return np.sum(np.sin(s))
+
+
+def rosenbrock(x):
+    # the product rule's terms share x[:-1]: the gradient takes it out once
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)

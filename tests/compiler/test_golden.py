@@ -47,6 +47,8 @@ CASES = {
                  lambda: [rng.normal(size=(3, 3)) / 2, rng.normal(size=(3, 2)),
                           rng.normal(size=(4, 2)), np.zeros(3)]),
     "while_break": (gf.while_break, "x", lambda: [np.array([0.3, -0.2]), 30.0]),
+    # algebra: terms with a common factor collected
+    "rosenbrock": (gf.rosenbrock, "x", lambda: [rng.normal(size=6)]),
 }
 
 

@@ -12,6 +12,7 @@ import srcgrad
 from runtime import ops
 from srcgrad.ir import Eqn, Graph, Var
 from srcgrad.lower import lower
+from srcgrad import optimize as optimize_module
 from srcgrad.optimize import PASSES, optimize
 from srcgrad.reverse import reverse
 
@@ -384,3 +385,60 @@ def test_a_softplus_gradient_overflows_only_where_the_function_does():
             for _ in range(4):  # (the general code, then the specialized variant)
                 got = g(w, X, y)
         assert got.dtype == dtype and np.all(np.isfinite(got))
+
+
+# ---- terms with a common factor ---------------------------------------------------------
+
+def _product_rules():
+    def rosen(x):
+        return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+    def quadratic(x, y):
+        return np.sum((1.0 - x) ** 2 + 3.0 * x ** 2 * y - x * y)
+
+    def broadcast(x, y):  # x (3, 1), y (1, 4): the collected terms broadcast as before
+        return np.sum(x * y * (2.0 - x) + (x - 0.5) ** 2)
+
+    def negated(x, y):
+        return np.sum(-(x * y) - (x * np.sin(y)) + 4.0)
+
+    return [(rosen, (rng.normal(size=7),)),
+            (quadratic, (rng.normal(size=5), rng.normal(size=5))),
+            (broadcast, (rng.normal(size=(3, 1)), rng.normal(size=(1, 4)))),
+            (negated, (rng.normal(size=4), rng.normal(size=4)))]
+
+
+@pytest.mark.parametrize("k", range(4))
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_terms_with_a_common_factor_are_collected(k, dtype):
+    from compiler_helpers import check_grad
+
+    fn, args = _product_rules()[k]
+    args = [a.astype(dtype) for a in args]
+    wrt = tuple(range(len(args)))
+    g = srcgrad.grad(fn, wrt=wrt, cache=False)
+    if dtype == np.float64:
+        check_grad(fn, args, wrt, compiled=g)
+    for _ in range(3):  # (the general code, then the specialized variant)
+        got = g(*args)
+        assert all(d.dtype == dtype and d.shape == a.shape for d, a in zip(got, args))
+    want = srcgrad.grad(fn, wrt=wrt, cache=False)(*(a.astype(np.float64) for a in args))
+    for d, w in zip(got, want):
+        np.testing.assert_allclose(d, w, rtol=1e-4 if dtype == np.float32 else 1e-12,
+                                   atol=1e-4 if dtype == np.float32 else 1e-12)
+
+
+def _statements(fn):
+    src = srcgrad.grad(fn, cache=False).source
+    return [ln for ln in src.split("def ", 1)[1].splitlines()[1:]
+            if "=" in ln and not ln.lstrip().startswith(("#", "del"))]
+
+
+def test_the_product_rule_takes_its_common_factor_out(monkeypatch):
+    def f(x):
+        return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+    # -2 (1 - x0) - 400 d x0 = (2 - 400 d) x0 - 2, x0 = x[:-1]: two products by x0, one
+    collected = _statements(f)
+    monkeypatch.setattr(optimize_module, "_collected", lambda e, c: optimize_module._KEEP)
+    assert len(collected) < len(_statements(f)), collected
