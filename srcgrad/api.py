@@ -246,7 +246,8 @@ class CompiledFunction:
                 "fallback": code.fallback,
                 "scopes": {n: _scopes.describe(s, self.fun) for n, s in code.scopes.items()},
                 "ops": {n: _cache.op_fingerprint(op) for n, op in code.ops.items()},
-                "guards": _guards.describe(guards, self.fun), "_live": live,
+                "guards": None if any(r.by_identity for r in self._reads) else
+                _guards.describe(guards, self.fun), "_live": live,
                 "_guards": guards}
 
     def _param_names(self):

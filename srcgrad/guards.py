@@ -64,6 +64,11 @@ class Reads:
         # what statements that run as written change at every call (srcgrad.verbatim):
         # nothing at or under these paths may be read at compile time
         self.changing: dict[tuple, Path] = {}
+        self.changing_objects: dict[int, tuple] = {}  # id -> (Path, obj) of those
+        # whether the code compiled depends on which object a value is (`mode is TRAIN`,
+        # a dict keyed by objects): another process's objects are others, so the disk
+        # cache neither keeps nor loads this compilation
+        self.by_identity = False
 
     def _found(self, path: Path, v):
         """Note where array `v` was found; it is read through its first path."""
@@ -82,17 +87,33 @@ class Reads:
                     out[key] = (path, ("is", arr))
         return out
 
-    def changed(self, path: Path):
-        """A statement that runs as written changes the value at `path` at every call:
-        refuse if the compilation has read it (or something in it) at compile time, and
-        refuse such reads from now on."""
-        for gpath, snap in self.guards.values():
-            if _under(gpath, path) or (_under(path, gpath) and snap[0] in _CONTENTS):
-                raise TypeError(_changed_msg(path, gpath, before=True))
-        for var in self.arrays.values():
-            if _under(var.const_value, path):
-                raise TypeError(_changed_msg(path, var.const_value, before=True))
+    def changed(self, path: Path, obj=ABSENT):
+        """A statement that runs as written changes the value at `path` (the object
+        `obj`, where known) at every call: refuse if the compilation has read it (or
+        something in it) at compile time, by that path or another (`lg.log` and
+        `sched.items` one list), and refuse such reads from now on."""
+        paths = [path]
+        if _mutable(obj):
+            found = self.origins.get(id(obj))
+            if found is not None and found[1] is obj and found[0].key != path.key:
+                paths.append(found[0])  # (the path it was first read at)
+            self.changing_objects[id(obj)] = (path, obj)
+        for p in paths:
+            for gpath, snap in self.guards.values():
+                if _under(gpath, p) or (_under(p, gpath) and snap[0] in _CONTENTS):
+                    raise TypeError(_changed_msg(path, gpath, before=True))
+            for var in self.arrays.values():
+                if _under(var.const_value, p):
+                    raise TypeError(_changed_msg(path, var.const_value, before=True))
         self.changing[path.key] = path
+
+    def _check_alias(self, path: Path, *objs):
+        """Refuse a compile-time read at `path` of (or in) an object a statement run as
+        written changes, reached by another path."""
+        for obj in objs:
+            found = self.changing_objects.get(id(obj))
+            if found is not None and found[1] is obj and found[0].key != path.key:
+                raise TypeError(_changed_msg(found[0], path, before=False))
 
     def _check(self, path: Path, snap=None):
         """Refuse a compile-time read of `path` (whose snapshot is `snap`) that a
@@ -152,11 +173,18 @@ class Reads:
     def attr(self, obj, name: str, value):
         """`value`, read as `obj.name`."""
         base = self.path_of(obj)
+        if base is None and _followed(obj):
+            raise TypeError(
+                f"srcgrad reads `.{name}` of a {type(obj).__name__} object it cannot find "
+                "again at the next call (a dict's key or a set's item, say), so it could "
+                "not notice a change: pass the value, or reach the object by a name, an "
+                "attribute or an index")
         if base is None or is_library_module(obj):
             return value
         if type(obj) in (list, tuple, dict, set) or isinstance(obj, numpy.ndarray):
             return value  # a method of a container: its snapshot covers the contents
         path = base.child("attr", name)
+        self._check_alias(path, obj, value)
         self._check(path)
         self._guard(path, self.snapshot(value, path))
         return value
@@ -166,6 +194,7 @@ class Reads:
         base = self.path_of(obj)
         if base is None:
             return value
+        self._check_alias(base, obj)
         if type(obj) in (list, tuple) and isinstance(key, slice):
             for j, i in enumerate(range(*key.indices(len(obj)))):  # the same objects
                 self._found(base.child("item", i), value[j])
@@ -211,7 +240,7 @@ class Reads:
             return ("map", tuple((k, self.snapshot(
                 x, path.child("item", k) if path is not None and _key_ok(k) else None,
                 depth + 1)) for k, x in v.items()))
-        if t in (set, frozenset) and all(type(x) in _ATOMS for x in v):
+        if t in (set, frozenset) and all(_atomic(x) for x in v):
             return ("atoms", t, frozenset(v), None)
         if isinstance(v, types.MethodType):
             return ("method", v.__func__, v.__self__, _code_of(v.__func__))
@@ -261,6 +290,30 @@ def _hint(path: Path) -> str:
     if not hint or hint[0].isdigit():
         hint = "a_" + hint
     return hint
+
+
+def _followed(obj) -> bool:
+    """An object whose attributes srcgrad guards by its path: an instance of a class of
+    the user's (or of a library's written in Python), not a module, class, function or
+    value of the builtins or numpy."""
+    t = type(obj)
+    if isinstance(obj, (type, types.ModuleType, types.FunctionType, types.MethodType,
+                        enum.Enum, numpy.ndarray, numpy.generic, numpy.dtype)):
+        return False
+    mod = str(getattr(t, "__module__", ""))
+    return mod not in ("builtins", "functools", "types") and \
+        not mod.startswith(("numpy", "srcgrad", "runtime", "scipy"))
+
+
+def _mutable(v) -> bool:
+    """A value a statement can change in place (not an atom, a tuple or a function)."""
+    return v is not ABSENT and type(v) not in _ATOMS and not isinstance(
+        v, (tuple, frozenset, types.FunctionType, types.ModuleType, type, numpy.generic))
+
+
+def _atomic(v) -> bool:
+    """An atom, or a tuple of them (a set of (i, j) pairs is compared by value)."""
+    return type(v) in _ATOMS or (type(v) is tuple and all(type(x) in _ATOMS for x in v))
 
 
 def _is_nan(v) -> bool:

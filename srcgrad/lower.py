@@ -1626,6 +1626,7 @@ class Lowerer(Protocols):
                     r = self.contains(right, left, node)
                     r = self.negate(r, node) if isinstance(op, ast.NotIn) else r
                 else:
+                    self.identity(left, right)  # (which object it is: see Reads.by_identity)
                     r = (left is right) == isinstance(op, ast.Is)
             else:
                 prim, _ = entry
@@ -2012,6 +2013,25 @@ class Lowerer(Protocols):
             out = self.binop(ast.Add(), out, v, node)
         return out
 
+    def call_getattr(self, f, args, kwargs, node):
+        """getattr(obj, "name"[, default]) and hasattr(obj, "name") of an object known at
+        compile time: read like `obj.name` (guarded)."""
+        if kwargs or not 2 <= len(args) <= (3 if f is builtins.getattr else 2) or \
+                isinstance(args[0], Var) or not isinstance(args[1], str):
+            raise StaticValueNeeded(f"the arguments of {f.__name__}()")
+        obj, name = args[0], args[1]
+        try:
+            value = getattr(obj, name)
+        except AttributeError:
+            if f is builtins.hasattr:
+                return False
+            if len(args) == 3:
+                return args[2]
+            raise self.error(f"{type(obj).__name__} object has no attribute {name!r}",
+                             node, UnknownFunctionError) from None
+        value = self.b.reads.attr(obj, name, value)
+        return True if f is builtins.hasattr else value
+
     def call_sorted(self, f, args, kwargs, node):
         """sorted() of a compile-time iterable (of a run-time array: np.sort)."""
         if len(args) != 1 or has_var(args[0]):
@@ -2026,6 +2046,8 @@ class Lowerer(Protocols):
         if f is builtins.type and (len(args) != 1 or kwargs):
             raise self.error("type() with three arguments (a new class) is not supported",
                              node, UnsupportedSyntaxError)
+        if f is builtins.type:  # (reached as obj.__class__: its attributes are guarded)
+            return self.b.reads.attr(args[0], "__class__", type(args[0]))
         if f is builtins.reversed and len(args) == 1 and \
                 python_method(args[0], "__reversed__") is not None:
             return self.protocol(args[0], "__reversed__", node)
@@ -2044,8 +2066,12 @@ class Lowerer(Protocols):
             return _MISSING
         if isinstance(owner, list) and f.__name__ == "index" and args and \
                 holds_python([owner, args[0]], ("__eq__", "__ne__")):
-            for i, x in enumerate(owner):  # (a class's __eq__, inlined)
-                if self.equal(args[0], x, node) is True:
+            for i, x in enumerate(owner):  # (a class's __eq__, inlined; the item's first)
+                t = self.equal(x, args[0], node)
+                if has_var(t):
+                    raise self.error("list.index() whose comparison is known only at run "
+                                     "time is not supported", node, UnsupportedSyntaxError)
+                if t:
                     return i
             raise self.error(f"ValueError: {args[0]!r} is not in list", node)
         if isinstance(owner, list) and f.__name__ in ("append", "extend", "pop", "index"):
@@ -2163,7 +2189,7 @@ _STATIC_BUILTINS = {builtins.len, builtins.float, builtins.int, builtins.bool, b
                     builtins.pow, builtins.min, builtins.max, builtins.sum, builtins.range,
                     builtins.tuple, builtins.list, builtins.zip, builtins.enumerate,
                     builtins.reversed, builtins.isinstance, builtins.iter, builtins.sorted,
-                    builtins.type}
+                    builtins.type, builtins.getattr, builtins.hasattr}
 
 
 #: iterables `for` knows how to walk without building them: function -> Lowerer method
@@ -2179,6 +2205,7 @@ _BUILTIN_CALLS = {
     builtins.abs: Lowerer.call_abs, builtins.pow: Lowerer.call_pow,
     builtins.min: Lowerer.call_min_max, builtins.max: Lowerer.call_min_max,
     builtins.sum: Lowerer.call_sum, builtins.sorted: Lowerer.call_sorted,
+    builtins.getattr: Lowerer.call_getattr, builtins.hasattr: Lowerer.call_getattr,
     **{f: Lowerer.call_static for f in (builtins.range, builtins.tuple, builtins.list,
                                         builtins.zip, builtins.enumerate, builtins.reversed,
                                         builtins.isinstance, builtins.type)},

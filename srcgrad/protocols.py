@@ -75,6 +75,17 @@ def python_method(v, name):
     return m
 
 
+def identity_matters(v) -> bool:
+    """Is `v` an object of a class of the user's (or `object()`), known by which it is
+    rather than by a value?"""
+    if v is None or isinstance(v, (bool, int, float, complex, str, bytes, type, enum.Enum,
+                                   types.FunctionType, types.ModuleType, Var,
+                                   numpy.generic, numpy.dtype, tuple, list, dict, slice,
+                                   range, frozenset, set)):
+        return False
+    return type(v) is object or str(getattr(type(v), "__module__", "")) != "builtins"
+
+
 def _made_by_dataclasses(cls, f) -> bool:
     """Is `f` a comparison the dataclass decorator generated for `cls` (not the user's)?"""
     return dataclasses.is_dataclass(cls) and f.__code__.co_filename.startswith("<") and \
@@ -236,14 +247,22 @@ class Protocols:
             return pyop(a, b)
         if out is NotImplemented:
             if op_name in ("Eq", "NotEq"):  # Python's last resort: identity
+                self.identity(a, b)
                 return (a is b) == (op_name == "Eq")
             raise self.error(f"{sym} is not supported between instances of "
                              f"{type(a).__name__!r} and {type(b).__name__!r}", node,
                              UnsupportedSyntaxError)
         return out
 
+    def identity(self, *values):
+        """Note that the code compiled depends on which objects `values` are (see
+        guards.Reads.by_identity), where one is an object of a class of the user's."""
+        if any(identity_matters(v) for v in values):
+            self.b.reads.by_identity = True
+
     def equal(self, a, b, node):
         """The truth of `a == b`, `a is b` first, as containers test their items."""
+        self.identity(a, b)
         if a is b:
             return True
         if has_var(a) or has_var(b):
@@ -266,8 +285,8 @@ class Protocols:
         else:
             return item in container
         found = False
-        for x in items:  # any(x is e or x == e for e in container), as Python's docs say
-            t = self.equal(item, x, node)
+        for x in items:  # as CPython: `e is x or e == x`, the container's item first
+            t = self.equal(x, item, node)
             if t is True:
                 return True
             if has_var(t):
@@ -278,9 +297,10 @@ class Protocols:
         """The key of dict `d` equal to `key` (`key` itself when no comparison written in
         Python takes part), or MISSING."""
         if not (holds_python(key, _EQUALITY) or holds_python(list(d), _EQUALITY)):
+            self.identity(key)  # (an object hashed by identity: which one it is counts)
             return key if key in d else MISSING
         for k in d:
-            t = self.equal(key, k, node)
+            t = self.equal(k, key, node)  # (the dict's key first, as CPython)
             if has_var(t):
                 raise self.error("a dict key compared with a value known only at run time "
                                  "is not supported", node, UnsupportedSyntaxError)

@@ -13,6 +13,7 @@ here; control-flow primitives are in `ir`, list primitives in `runtime.ops.lists
 from __future__ import annotations
 
 import numbers
+import types
 
 import numpy
 
@@ -512,6 +513,10 @@ def _foreign(v) -> bool:
     """An object of a class of the user's (or a library's) as an op's input: neither a
     value of numpy's or the builtins' nor a run-time value."""
     if isinstance(v, (Var, numbers.Number, numpy.ndarray, numpy.generic, str, bytes,
-                      tuple, list, slice, type(None), type(Ellipsis), numpy.dtype)):
+                      tuple, list, slice, type(None), type(Ellipsis), numpy.dtype, type,
+                      types.FunctionType, types.BuiltinFunctionType, types.MethodType,
+                      types.ModuleType)):
         return False
-    return not callable(v) and not isinstance(v, type)
+    mod = str(getattr(type(v), "__module__", ""))
+    return not mod.startswith(("numpy", "builtins", "runtime", "srcgrad", "functools",
+                               "scipy"))

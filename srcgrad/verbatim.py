@@ -33,6 +33,7 @@ import types
 import numpy
 
 from .errors import UnknownFunctionError, UnsupportedSyntaxError
+from .guards import ABSENT
 from .ir import PYTHON, SCALAR, Eqn, Var
 from .scopes import Path, scope_of
 
@@ -901,10 +902,28 @@ def _record_changes(low, node, resolve) -> set:
             if local and not is_immutable(value):
                 changed_locals.add(name)  # a value made at compile time: refused below
             continue
+        obj = value
         for kind, key in steps:
             path = path.child(kind, key)
-        reads.changed(path)
+            obj = _step(obj, kind, key)
+        reads.changed(path, obj)
     return changed_locals
+
+
+def _step(obj, kind, key):
+    """`obj.key` or `obj[key]` where that reads a plain attribute or item (no code of the
+    user's runs), else guards.ABSENT (not known)."""
+    if obj is ABSENT:
+        return ABSENT
+    try:
+        if kind == "attr":
+            d = getattr(obj, "__dict__", None)
+            return d[key] if isinstance(d, dict) and key in d else ABSENT
+        if type(obj) in (list, tuple, dict):
+            return obj[key]
+    except (KeyError, IndexError, TypeError):
+        pass
+    return ABSENT
 
 
 def _input(low, node, name, value, local, reading, why):

@@ -108,10 +108,9 @@ def fresh_state():
             "scale": Scale(2.0), "opts": Options(), "version": Version(2),
             "layers": [Layer(RNG.normal(size=(3, 3)) * 0.5),
                        Layer(RNG.normal(size=(3, 2)) * 0.5)],
-            "weights": {TRAIN: 1.0, EVAL: 3.0}}
+            "weights": {TRAIN: 1.0, EVAL: 3.0}, "lenient": PhaseName("train"),
+            "key": Key("a")}
 
-
-STATE = fresh_state()
 
 
 def dropout_like(x):
@@ -199,3 +198,71 @@ def versioned(x):
     if STATE["version"] >= V2:  # (total_ordering's __ge__, from __lt__)
         return np.sum(np.tanh(x) ** 2)
     return np.sum(x ** 2)
+
+
+class PhaseName:
+    """Equal to anything with its name (Phase is equal to Phases only)."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __eq__(self, other):
+        return getattr(other, "name", None) == self.name
+
+    __hash__ = object.__hash__
+
+
+PHASES = [PhaseName("train"), TRAIN]
+
+
+def position_of_train(x):
+    i = PHASES.index(TRAIN)  # Python asks PHASES[0] == TRAIN first: PhaseName's, True
+    return np.sum(x ** (i + 2.0))
+
+
+def lenient_in_strict(x):
+    p = 2.0 if STATE["lenient"] in [TRAIN] else 3.0  # TRAIN == lenient first: False
+    return np.sum(x ** p)
+
+
+class Key:
+    def __init__(self, name):
+        self.name = name
+
+    def __eq__(self, other):
+        return self.name == other.name
+
+    def __hash__(self):
+        return 1
+
+
+KEYED = {Key("a"): 1.0, Key("b"): 3.0}
+ACTIVE = {Key("a")}
+
+
+def keyed_by_objects(x):
+    return KEYED[STATE["key"]] * np.sum(x ** 2)
+
+
+def in_a_set_of_objects(x):
+    return np.sum(x ** 2) if STATE["key"] in ACTIVE else np.sum(x)
+
+
+SENTINEL_TRAIN, SENTINEL_EVAL = object(), object()
+SENTINEL = {"mode": SENTINEL_TRAIN}
+
+
+def by_sentinel(x):
+    if SENTINEL["mode"] is SENTINEL_TRAIN:
+        return np.sum(x ** 2)
+    return np.sum(x ** 3)
+
+
+PAIRS = {(0, 1)}
+
+
+def in_a_set_of_pairs(x):
+    return np.sum(x ** 2) if (1, 2) in PAIRS else np.sum(x)
+
+
+STATE = fresh_state()

@@ -450,3 +450,44 @@ def test_positional_out_without_the_ir_check():
     got = np.array([float(t) for t in run.stdout.split()])
     np.testing.assert_allclose(got[0], np.sum(np.exp(X)), rtol=1e-12)
     np.testing.assert_allclose(got[1:], np.exp(X), rtol=1e-12)
+
+
+# ---- one object reached by two paths, one of them changed by a statement run as written
+
+class _Logger:
+    def __init__(self, lst):
+        self.log = lst
+
+
+class _Schedule:
+    def __init__(self, lst):
+        self.items = lst
+
+    def __bool__(self):
+        return len(self.items) % 2 == 1
+
+
+_SHARED = []
+_LOGGER, _SCHEDULE = _Logger(_SHARED), _Schedule(_SHARED)
+
+
+def _log_then_test(x):
+    _LOGGER.log.append(0)
+    if _SCHEDULE:  # (its __bool__ reads the list the line above appends to)
+        return np.sum(x ** 2)
+    return np.sum(x ** 3)
+
+
+def _count_then_log(x):
+    n = len(_SCHEDULE.items)
+    _LOGGER.log.append(0)
+    return np.sum(x ** 2) * n
+
+
+@pytest.mark.parametrize("fn", [_log_then_test, _count_then_log])
+def test_a_list_changed_under_another_name_is_refused(fn):
+    # the length read at compile time was kept while every call appended: the branch of
+    # the first call, at every call, without a word
+    with pytest.raises(SrcgradError, match="runs as written changes") as e:
+        srcgrad.grad(fn)(X)
+    assert "test_changed_findings.py" in str(e.value)

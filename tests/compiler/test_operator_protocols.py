@@ -40,7 +40,6 @@ CHANGES = {
     "summed_scales": lambda s: setattr(s["scale"], "c", 4.0),
     "enabled_layers": lambda s: setattr(s["layers"][1], "enabled", False),
     "widest": lambda s: setattr(s["layers"][0], "W", U.RNG.normal(size=(3, 4))),
-    "weighted": rename("eval"),
     "phase_position": rename("eval"),
     "default_options": lambda s: setattr(s["opts"], "decay", 0.3),
     "versioned": lambda s: setattr(s["version"], "major", 1),
@@ -83,3 +82,65 @@ def test_comparing_lists_of_objects_is_refused():
 
     with pytest.raises(srcgrad.SrcgradError, match="compare the items"):
         srcgrad.grad(loss)(X)
+
+
+@pytest.mark.parametrize("fn", [U.position_of_train, U.lenient_in_strict])
+def test_a_container_asks_its_item_first(monkeypatch, fn):
+    # list.index and `in` call item.__eq__(probe), not probe.__eq__(item): with two
+    # classes whose __eq__ disagree, the other order took the other branch at every call
+    monkeypatch.setattr(U, "STATE", U.fresh_state())
+    g = srcgrad.value_and_grad(fn)
+    for _ in range(3):
+        check(g, fn)
+
+
+@pytest.mark.parametrize("fn", [U.keyed_by_objects, U.in_a_set_of_objects, U.weighted])
+def test_a_comparison_reading_an_object_with_no_path_is_refused(monkeypatch, fn):
+    # a dict's keys and a set's items are found by no name: what their __eq__ reads could
+    # not be checked at the next call (renaming a key kept the old gradient)
+    monkeypatch.setattr(U, "STATE", U.fresh_state())
+    with pytest.raises(srcgrad.SrcgradError, match="cannot find again") as e:
+        srcgrad.grad(fn)(X)
+    assert "operators_user.py" in str(e.value)
+
+
+def test_an_object_known_by_identity_is_not_loaded_from_the_disk_cache(monkeypatch):
+    # `mode is TRAIN` of sentinels: another process's TRAIN is another object, so the
+    # module compiled for it was loaded for EVAL (each test has its own cache directory)
+    fn = U.by_sentinel
+    for mode in (U.SENTINEL_TRAIN, U.SENTINEL_EVAL, U.SENTINEL_TRAIN):
+        monkeypatch.setitem(U.SENTINEL, "mode", mode)
+        check(srcgrad.value_and_grad(fn), fn)
+
+
+def test_a_set_of_pairs_changed_in_place(monkeypatch):
+    monkeypatch.setattr(U, "PAIRS", {(0, 1)})
+    g = srcgrad.value_and_grad(U.in_a_set_of_pairs)
+    for _ in range(3):
+        check(g, U.in_a_set_of_pairs)
+    U.PAIRS.add((1, 2))
+    for _ in range(3):
+        check(g, U.in_a_set_of_pairs)
+
+
+def test_an_object_argument_compared_with_a_global_is_refused_at_the_line():
+    class Net:
+        def __init__(self, p):
+            self.p = p
+
+        def __call__(self, x):
+            return np.sum(x)
+
+        def __eq__(self, other):
+            return self.p == other.p
+
+        __hash__ = object.__hash__
+
+    n1 = Net(2.0)
+
+    def loss(x, net):
+        return np.sum(x ** 2) if net == n1 else np.sum(x ** 3)
+
+    with pytest.raises(srcgrad.SrcgradError, match="Net object") as e:
+        srcgrad.grad(loss)(X, n1)
+    assert "test_operator_protocols.py" in str(e.value)
