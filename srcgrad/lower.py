@@ -44,7 +44,8 @@ from .staging import (INT, INT_VALUED, IS_NONE, LEN, Builder, as_array, dtype_cl
 from .staging import known as staging_known
 from .scopes import Path, scope_of, self_scope
 from . import pytree, verbatim
-from .protocols import MISSING as _MISSING, UNARY, Protocols, holds_python, python_method
+from .protocols import (BINARY, MISSING as _MISSING, UNARY, Protocols, holds_python,
+                        python_method)
 
 
 __all__ = ["lower"]
@@ -595,7 +596,16 @@ class Lowerer(Protocols):
         name = node.target.id
         self.b.hint = name
         cur = self.load(name, node.target)
-        value = self.binop(node.op, cur, self.expr(node.value), node)
+        rhs = self.expr(node.value)
+        inplace = python_method(cur, "__i" + BINARY[type(node.op).__name__][0][2:]) \
+            if type(node.op).__name__ in BINARY else None
+        if inplace is not None:  # an object's own `__iadd__`, inlined (Python's first try)
+            value = self.inline(inplace, [cur, rhs], {}, node)
+            if value is NotImplemented:
+                value = self.binop(node.op, cur, rhs, node)
+            self.env[name] = value
+            return
+        value = self.binop(node.op, cur, rhs, node)
         if isinstance(cur, Var) and cur.kind == "array" and cur.sclass != SCALAR:
             # numpy stores the result into the array: in its dtype (float32 stays float32;
             # a float into an int array is numpy's error)

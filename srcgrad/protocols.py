@@ -64,14 +64,16 @@ _DEPTH = 4  # how deep in nested containers a method written in Python is looked
 
 def python_method(v, name):
     """The method `name` of `v`'s class where it is written in Python (a class of the
-    user's, or of a library written in Python), else None. An enum member's are not
-    looked at (its value and name are fixed), nor srcgrad's own."""
-    if isinstance(v, (Var, enum.Enum, type)):
+    user's, or of a library written in Python), else None. Those of the enum module are
+    not looked at (an enum member's value and name are fixed), nor srcgrad's own."""
+    if isinstance(v, (Var, type)):
         return None
     m = getattr(type(v), name, None)
     if not isinstance(m, types.FunctionType) or \
             str(getattr(m, "__module__", "")).startswith(("srcgrad.", "runtime.")):
         return None  # (srcgrad's own values answer for themselves: a run-time dtype's)
+    if isinstance(v, enum.Enum) and m.__module__ == "enum":
+        return None  # (an enum member's own: its name and value are fixed)
     return m
 
 

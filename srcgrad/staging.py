@@ -100,6 +100,9 @@ class Builder:
         self.folded: dict[int, list] = {}
         # ids of values a statement run as written made: of unknown type (srcgrad.verbatim)
         self.opaque: set[int] = set()
+        # values statements run as written bind to an object of a class of the user's
+        # (`t = Scale(2.0)`): id -> class name
+        self.instances: dict[int, str] = {}
         self.frozen: set[int] = set()  # ids of the containers the arguments came in
         self.view_base: dict[int, Var] = {}  # id of a view op's result -> the array it views
         self.carry_why: dict[int, str] = {}  # id of a loop carry -> what its start shares
@@ -212,6 +215,12 @@ class Builder:
             if not isinstance(result, numpy.ndarray) or result.size <= 16:
                 return result  # constant folding
         for a in args:
+            if isinstance(a, Var) and a.id in self.instances and not prim.kind == "list":
+                raise TypeError(
+                    f"{prim.name}() of `{a.hint}`, a {self.instances[a.id]} object made "
+                    "when the function runs: an op of srcgrad's takes arrays and numbers "
+                    "(its own operators would apply, and they have no derivative here); "
+                    "make the object outside the function")
             if _foreign(a):  # (the generated code could not spell it)
                 raise TypeError(f"{prim.name}() of a {type(a).__name__} object: an op of "
                                 "srcgrad's takes arrays and numbers (an object's own "

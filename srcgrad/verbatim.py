@@ -264,7 +264,13 @@ def root_of(node):
             key = node.slice
             steps.append(("item", key.value) if isinstance(key, ast.Constant) else None)
         node = node.value
-    return (node.id if isinstance(node, ast.Name) else None), steps[::-1]
+    steps = steps[::-1]
+    for i in range(len(steps) - 1):  # `obj.__dict__["w"]` is the attribute `obj.w`
+        if steps[i] == ("attr", "__dict__") and steps[i + 1] is not None and \
+                isinstance(steps[i + 1][1], str):
+            steps[i:i + 2] = [("attr", steps[i + 1][1])]
+            break
+    return (node.id if isinstance(node, ast.Name) else None), steps
 
 
 def _callee_name(func) -> "str | None":
@@ -313,6 +319,10 @@ def changes(node, peek) -> list:
             if isinstance(n.func, ast.Attribute) and fname in MUTATING_METHODS and \
                     not isinstance(peek(n.func.value), types.ModuleType):
                 add(n.func.value)  # `x.sort()`; `np.partition(x, k)` is a function
+                recv = n.func.value
+                if isinstance(recv, ast.Call) and recv.args and \
+                        peek(recv.func) is builtins.vars:
+                    add(recv.args[0])  # `vars(obj).update(w=...)` changes obj
             for k in n.keywords:
                 if k.arg == "out":
                     for part in ast.walk(k.value):
@@ -328,6 +338,11 @@ def changes(node, peek) -> list:
             if fname in _MUTATING_FUNCTIONS:  # (they change their first argument)
                 for a in n.args[:1] or args:
                     add(a)
+            if callee in (builtins.setattr, builtins.delattr) and n.args:
+                name = n.args[1] if len(n.args) > 1 else None  # `setattr(cfg, "p", p)`
+                add(ast.Attribute(value=n.args[0], attr=name.value, ctx=ast.Load())
+                    if isinstance(name, ast.Constant) and isinstance(name.value, str)
+                    else n.args[0])
             elif callee is None and not (isinstance(n.func, ast.Attribute) and
                                          fname in _RUN_TIME_METHODS):
                 # a callable known only at run time (`helper.into(z)` of an object made
@@ -849,6 +864,9 @@ def stage(low, node, why, hints=None, call=None):
     for name in writes:
         fixed.pop(name, None)
     outs = _outputs(low, writes, hints or {})
+    made = _instance_made(low, node)
+    if made is not None:  # `t = Scale(2.0)`: an object no op of srcgrad's may take
+        b.instances.update((o.id, made) for o in outs)
     folded = [a for a in ins if isinstance(a, numpy.ndarray)] + [
         a for v in ins if isinstance(v, Var) for a in b.folded.get(v.id, ())]
     if folded:  # (what it binds may be a view of an array folded at compile time)
@@ -974,6 +992,20 @@ def _outputs(low, writes, hints) -> list:
 class Raised(Exception):
     """A `raise` reached outside run-time branches and loops: the rest of the function
     is never run, so it is not lowered."""
+
+
+def _instance_made(low, node) -> "str | None":
+    """The name of the class `name = C(...)` makes where C is a class written in Python
+    (not numpy's or the builtins'), else None."""
+    if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
+        return None
+    c = _callee(low, node.value.func)
+    if not isinstance(c, type):
+        return None
+    mod = str(getattr(c, "__module__", ""))
+    if mod.startswith(("builtins", "numpy", "scipy", "runtime", "srcgrad")):
+        return None
+    return c.__name__
 
 
 def _callee(low, func):

@@ -2,6 +2,7 @@
 with ==, a config asked `"l2" in cfg`, a schedule's truth, a scale multiplied into arrays,
 layers picked by min(..., key=...), a dict keyed by phases."""
 import dataclasses
+import enum
 import functools
 
 import numpy as np
@@ -109,7 +110,7 @@ def fresh_state():
             "layers": [Layer(RNG.normal(size=(3, 3)) * 0.5),
                        Layer(RNG.normal(size=(3, 2)) * 0.5)],
             "weights": {TRAIN: 1.0, EVAL: 3.0}, "lenient": PhaseName("train"),
-            "key": Key("a")}
+            "key": Key("a"), "acc": Accumulator(1.0)}
 
 
 
@@ -159,7 +160,7 @@ def options_counted(x):
 
 def scaled(x):
     s = STATE["scale"]
-    return np.sum(s * x ** 2) + np.sum((0.5 * s) * x) + abs(-s) * np.sum(x)
+    return np.sum(s * x ** 2) + np.sum((0.5 * s) * x) + abs(s) * np.sum(x)
 
 
 def summed_scales(x):
@@ -263,6 +264,41 @@ PAIRS = {(0, 1)}
 
 def in_a_set_of_pairs(x):
     return np.sum(x ** 2) if (1, 2) in PAIRS else np.sum(x)
+
+
+
+class Accumulator:
+    def __init__(self, scale):
+        self.scale = scale
+
+    def __add__(self, other):
+        return self.scale + other
+
+    def __iadd__(self, other):  # (what `acc += v` calls first)
+        return self.scale + 2 * other
+
+
+def accumulated(x):
+    acc = STATE["acc"]
+    acc += 0.5
+    return np.sum(x ** 2) * acc
+
+
+class Feature(enum.Enum):
+    DROPOUT = "dropout"
+    NOISE = "noise"
+
+    def __bool__(self):  # (reads a global: an enabled set)
+        return self.value in ENABLED
+
+
+ENABLED = ["dropout"]
+
+
+def feature_on(x):
+    if Feature.DROPOUT:
+        return np.sum(x ** 2)
+    return np.sum(x ** 3)
 
 
 STATE = fresh_state()

@@ -43,6 +43,8 @@ CHANGES = {
     "phase_position": rename("eval"),
     "default_options": lambda s: setattr(s["opts"], "decay", 0.3),
     "versioned": lambda s: setattr(s["version"], "major", 1),
+    "accumulated": lambda s: setattr(s["acc"], "scale", -2.0),
+    "feature_on": lambda s: U.ENABLED.clear(),
 }
 
 
@@ -144,3 +146,56 @@ def test_an_object_argument_compared_with_a_global_is_refused_at_the_line():
     with pytest.raises(srcgrad.SrcgradError, match="Net object") as e:
         srcgrad.grad(loss)(X, n1)
     assert "test_operator_protocols.py" in str(e.value)
+
+
+def test_an_object_made_when_the_function_runs_is_refused_in_an_op():
+    # `t = Scale(2.0)` runs as written: the op took it for a number, and the gradient
+    # used its __rmul__ where the value used its __mul__
+    def loss(x):
+        s = U.Scale(2.0)
+        return np.sum(s * x)
+
+    def negated(x):
+        s = -U.STATE["scale"]  # (__neg__ makes a new Scale when the function runs)
+        return np.sum(s * x)
+
+    for fn in (loss, negated):
+        with pytest.raises(srcgrad.SrcgradError, match="Scale object made when the "
+                                                       "function runs"):
+            srcgrad.grad(fn)(X)
+
+
+class _Layer:
+    def __init__(self, W):
+        self.W = W
+
+    def __matmul__(self, h):
+        return np.tanh(h @ self.W)
+
+
+def test_attributes_set_by_setattr_vars_and_dict_are_refused_when_read():
+    # setattr(lay, "W", W), lay.__dict__["W"] = W and vars(lay).update(W=W) run as
+    # written and change lay.W; its read at compile time was kept (a zero gradient)
+    lay = _Layer(np.eye(3))
+    cfg = type("Cfg", (), {"p": 2.0})()
+
+    def by_setattr(W, x):
+        setattr(lay, "W", W)
+        return np.sum(lay @ x)
+
+    def by_dict(W, x):
+        lay.__dict__["W"] = W
+        return np.sum(lay @ x)
+
+    def by_vars(W, x):
+        vars(lay).update(W=W)
+        return np.sum(lay @ x)
+
+    def power(x, p):
+        setattr(cfg, "p", p)
+        return np.sum(x ** cfg.p)
+
+    for fn, args in ((by_setattr, (np.eye(3), X)), (by_dict, (np.eye(3), X)),
+                     (by_vars, (np.eye(3), X)), (power, (X, 3.0))):
+        with pytest.raises(srcgrad.SrcgradError, match="runs as written changes"):
+            srcgrad.grad(fn)(*args)
