@@ -298,8 +298,8 @@ def _followed(obj) -> bool:
     value of the builtins or numpy."""
     t = type(obj)
     if isinstance(obj, (type, types.ModuleType, types.FunctionType, types.MethodType,
-                        enum.Enum, numpy.ndarray, numpy.generic, numpy.dtype)):
-        return False
+                        enum.Enum, numpy.ndarray, numpy.generic, numpy.dtype, tuple)):
+        return False  # (a namedtuple's fields are its items: fixed)
     mod = str(getattr(t, "__module__", ""))
     return mod not in ("builtins", "functools", "types") and \
         not mod.startswith(("numpy", "srcgrad", "runtime", "scipy"))
