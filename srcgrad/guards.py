@@ -99,12 +99,21 @@ class Reads:
                 paths.append(found[0])  # (the path it was first read at)
             self.changing_objects[id(obj)] = (path, obj)
         for p in paths:
+            for var in self.arrays.values():
+                if _under(var.const_value, p) and not isinstance(obj, numpy.ndarray):
+                    raise TypeError(_changed_msg(path, var.const_value, before=True))
+                if _under(p, var.const_value) or _under(var.const_value, p):
+                    # (`enc.W[0] = v` after a use of enc.W, or of the same array by another
+                    # name: the array is read at every call, but its old values are gone)
+                    raise TypeError(
+                        f"a statement that runs as written changes `{path.text()}` at every "
+                        f"call, the array the function read as `{var.const_value.text()}` "
+                        "before it: changed in place, the gradient would read the new "
+                        "values where the function used the old ones. Change a copy, or "
+                        "make the change before the array is first used")
             for gpath, snap in self.guards.values():
                 if _under(gpath, p) or (_under(p, gpath) and snap[0] in _CONTENTS):
                     raise TypeError(_changed_msg(path, gpath, before=True))
-            for var in self.arrays.values():
-                if _under(var.const_value, p):
-                    raise TypeError(_changed_msg(path, var.const_value, before=True))
         self.changing[path.key] = path
 
     def _check_alias(self, path: Path, *objs):

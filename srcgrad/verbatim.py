@@ -922,6 +922,8 @@ def _record_changes(low, node, resolve) -> set:
             continue
         obj = value
         for kind, key in steps:
+            if isinstance(obj, numpy.ndarray):
+                break  # (a part of an array: the array is what changes)
             path = path.child(kind, key)
             obj = _step(obj, kind, key)
         reads.changed(path, obj)

@@ -491,3 +491,29 @@ def test_a_list_changed_under_another_name_is_refused(fn):
     with pytest.raises(SrcgradError, match="runs as written changes") as e:
         srcgrad.grad(fn)(X)
     assert "test_changed_findings.py" in str(e.value)
+
+
+_ENC = type("Encoder", (), {})()
+_ENC.W = np.array([1.0, 2.0, 0.5, -1.0])
+_DEC = type("Decoder", (), {})()
+_DEC.W = _ENC.W  # tied weights: one array
+
+
+def _write_after_use(x):
+    y = np.sin(x * _ENC.W)
+    _ENC.W[0] = 3.0
+    return np.sum(y)
+
+
+def _write_tied_after_use(x):
+    y = np.sin(x * _ENC.W)
+    _DEC.W[0] = 3.0
+    return np.sum(y)
+
+
+@pytest.mark.parametrize("fn", [_write_after_use, _write_tied_after_use])
+def test_an_attributes_array_written_after_its_use_is_refused(fn):
+    # the gradient, computed after the write, read W's new first element where the
+    # function had used the old one, at every call, without a word
+    with pytest.raises(SrcgradError, match="changed in place, the gradient would read"):
+        srcgrad.grad(fn)(X)
