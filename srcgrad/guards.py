@@ -99,10 +99,12 @@ class Reads:
                 paths.append(found[0])  # (the path it was first read at)
             self.changing_objects[id(obj)] = (path, obj)
         for p in paths:
-            for var in self.arrays.values():
+            for key, var in self.arrays.items():
                 if _under(var.const_value, p) and not isinstance(obj, numpy.ndarray):
                     raise TypeError(_changed_msg(path, var.const_value, before=True))
-                if _under(p, var.const_value) or _under(var.const_value, p):
+                guard = self.guards.get(key)
+                is_array = guard is not None and guard[1][0] == "type"  # (see `array`)
+                if is_array and (_under(p, var.const_value) or _under(var.const_value, p)):
                     # (`enc.W[0] = v` after a use of enc.W, or of the same array by another
                     # name: the array is read at every call, but its old values are gone)
                     raise TypeError(
