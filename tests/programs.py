@@ -696,13 +696,22 @@ class ProgramWriter:
         if rows and self.draw(st.booleans(), label="row per step"):
             a = self.pick(rows, label="rows")
             k = min(k, self.val(a).shape[0])
-            body = f"{t} = {t} * 0.5 + {a}[{i}]" if self.draw(
-                st.booleans(), label="linear") else f"{t} = np.tanh({t}) + {a}[{i}] * {e}"
+            linear = self.draw(st.booleans(), label="linear")
+            if not linear and not _broadcasts_to(
+                    np.broadcast_shapes(self.val(a).shape[1:], term.shape), vt.shape):
+                raise Reject("the loop would change the carried value's shape")
+            body = f"{t} = {t} * 0.5 + {a}[{i}]" if linear else \
+                f"{t} = np.tanh({t}) + {a}[{i}] * {e}"
         # run the loop as the program will (`e` may read `t`); a Python float stays one
         ns = self.env()
-        with np.errstate(all="ignore"):
-            exec(f"for {i} in range({k}):\n    {body}", self.module_env(), ns)
+        try:
+            with np.errstate(all="ignore"):
+                exec(f"for {i} in range({k}):\n    {body}", self.module_env(), ns)
+        except (ValueError, TypeError, IndexError, ArithmeticError) as err:
+            raise Reject(f"the loop fails: {err}") from None
         value = ns[t]
+        if np.shape(value) != vt.shape:
+            raise Reject("the loop changes the carried value's shape")
         if not np.all(np.isfinite(value)) or np.max(np.abs(value), initial=0) > MAX_ABS:
             raise Reject("out of range")
         self.emit(f"for {i} in range({k}):")
