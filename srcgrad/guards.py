@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import math
 import types
 
 import numpy
@@ -236,7 +237,7 @@ class Reads:
             if isinstance(v, numpy.ndarray):  # read at every call: only its type is fixed
                 return ("type", t)
         if t in (list, tuple) and depth < _MAX_DEPTH:
-            if all(type(x) in _ATOMS for x in v):
+            if all(type(x) in _ATOMS and _zero_signs(x) is None for x in v):
                 return ("atoms", t, tuple(v), tuple(map(type, v)))
             return ("seq", t, tuple(self.snapshot(x, None if path is None else
                                                   path.child("item", i), depth + 1)
@@ -252,7 +253,9 @@ class Reads:
                 x, path.child("item", k) if path is not None and _key_ok(k) else None,
                 depth + 1)) for k, x in v.items()))
         if t in (set, frozenset) and all(_atomic(x) for x in v):
-            return ("atoms", t, frozenset(v), None)
+            # (a zero's sign is not seen by a set's ==: its items' reprs are compared too)
+            signed = any(_zero_signs(y) for x in v for y in (x if type(x) is tuple else (x,)))
+            return ("atoms", t, frozenset(v), frozenset(map(repr, v)) if signed else None)
         if isinstance(v, types.MethodType):
             return ("method", v.__func__, v.__self__, _code_of(v.__func__))
         if isinstance(v, types.FunctionType):  # its code and defaults were compiled in
@@ -327,6 +330,21 @@ def _atomic(v) -> bool:
     return type(v) in _ATOMS or (type(v) is tuple and all(type(x) in _ATOMS for x in v))
 
 
+def _zero_signs(v):
+    """The signs of a number's zero parts, or None where it has none: 0.0 == -0.0, but
+    1 / x, arctan2, copysign and a log's branch tell them apart, so a guard that compares
+    a float (or complex) with `==` also compares these."""
+    if isinstance(v, (float, numpy.floating)):
+        parts = (v,)
+    elif isinstance(v, (complex, numpy.complexfloating)):
+        parts = (v.real, v.imag)
+    else:
+        return None
+    if not any(p == 0 for p in parts):
+        return None
+    return tuple(math.copysign(1.0, p) for p in parts)
+
+
 def _is_nan(v) -> bool:
     try:
         return bool(v != v)
@@ -344,13 +362,16 @@ def matches(v, snap) -> bool:
     if kind == "=":
         if _is_nan(snap[1]):
             return type(v) is type(snap[1]) and bool(v != v)
-        return type(v) is type(snap[1]) and bool(v == snap[1])
+        return type(v) is type(snap[1]) and bool(v == snap[1]) and \
+            _zero_signs(v) == _zero_signs(snap[1])
     if kind == "atoms":
         _, t, values, kinds = snap
         if type(v) is not t:
             return False
         if kinds is None:
             return frozenset(v) == values
+        if isinstance(kinds, frozenset):  # (a set with a signed zero: see `snapshot`)
+            return frozenset(v) == values and frozenset(map(repr, v)) == kinds
         return tuple(v) == values and tuple(map(type, v)) == kinds
     if kind == "seq":
         _, t, items = snap
@@ -443,6 +464,11 @@ def _term(read: str, snap, env: dict, depth: int = 0) -> str:
         env[f"E{n}"], env[f"T{n}"] = snap[1], type(snap[1])
         if _is_nan(snap[1]):
             return f"type(v{n} := {read}) is T{n} and v{n} != v{n}"
+        signs = _zero_signs(snap[1])
+        if signs is not None:  # (0.0 == -0.0: the sign is compared too)
+            env["_zero_signs"], env[f"Z{n}"] = _zero_signs, signs
+            return (f"type(v{n} := {read}) is T{n} and v{n} == E{n} and "
+                    f"_zero_signs(v{n}) == Z{n}")
         return f"type(v{n} := {read}) is T{n} and v{n} == E{n}"
     items = snap[2] if kind == "seq" else snap[1] if kind == "map" else ()
     small = depth < 3 and len(items) <= 16 and (

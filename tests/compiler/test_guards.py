@@ -313,3 +313,44 @@ def test_float_keys_and_key_order(monkeypatch):
     _same_then(reads_float_key, lambda: FLOAT_KEYS[1.5].__setitem__(slice(None), -2.0))
     monkeypatch.setattr(THIS, "ORDERED", dict(ORDERED))
     _same_then(reads_first_key, lambda: (ORDERED.pop("a"), ORDERED.update(a=1.0)))
+
+
+# -- values equal under == that compute differently: a zero's sign -------------------------
+
+ZERO = 0.0
+ZEROS = {"f": 0.0, "list": [0.0, 1.0], "np": np.float64(0.0), "set": {0.0}}
+
+
+def reads_zero(x):  # x < 0: arctan2(+0.0, x) = pi, arctan2(-0.0, x) = -pi
+    return np.sum(np.arctan2(ZERO, x) * x)
+
+
+def reads_zeros(x):
+    total = np.sum(np.arctan2(ZEROS["f"], x) * x) + np.sum(np.arctan2(ZEROS["np"], x) * x)
+    total = total + np.sum(np.arctan2(ZEROS["list"][0], x) * x)
+    for c in ZEROS["set"]:
+        total = total + np.sum(np.arctan2(c, x) * x)
+    return total
+
+
+@pytest.mark.parametrize("key", [None, "f", "list", "np", "set"])
+def test_a_zero_whose_sign_changes_is_a_change(monkeypatch, key):
+    """0.0 == -0.0, but the gradient of arctan2(c, x) * x at x < 0 is +-pi: a guard that
+    compared with == alone kept the first call's gradient without a word."""
+    monkeypatch.setattr(THIS, "ZEROS", {k: (v.copy() if hasattr(v, "copy") else v)
+                                        for k, v in ZEROS.items()})
+    fn = reads_zero if key is None else reads_zeros
+    g = _grad(fn)
+    x = -rng.uniform(0.5, 2.0, size=4)
+    check_grad(fn, (x,), compiled=g)
+    if key is None:
+        monkeypatch.setattr(THIS, "ZERO", -0.0)
+    elif key == "list":
+        ZEROS["list"][0] = -0.0
+    else:
+        ZEROS[key] = {"f": -0.0, "np": np.float64(-0.0), "set": {-0.0}}[key]
+    before = g.compile_count
+    check_grad(fn, (x,), compiled=g)
+    assert g.compile_count == before + 1
+    check_grad(fn, (x,), compiled=g)  # the new sign is kept: nothing compiled again
+    assert g.compile_count == before + 1
