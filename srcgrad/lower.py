@@ -54,10 +54,34 @@ _OPSYM = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"
           ast.MatMult: "@", ast.FloorDiv: "//", ast.Mod: "%"}
 
 
+def _held(holder) -> list:
+    """What a value holds that an in-place change of an array must reach: a list's, tuple's
+    or dict's items, a nested function's default values, a partial's bound arguments
+    (srcgrad rebinds names, and cannot rebind these)."""
+    if isinstance(holder, dict):
+        return list(holder.values())
+    if isinstance(holder, (tuple, list)):
+        return list(holder)
+    if isinstance(holder, _LocalFunction):
+        return [*holder.defaults, *holder.kw_defaults]
+    if isinstance(holder, _LocalPartial):
+        return [holder.func, *holder.args, *holder.kwargs.values()]
+    return []
+
+
 def _contains(container, v) -> bool:
-    items = container.values() if isinstance(container, dict) else container
-    return any(x is v or (isinstance(x, (tuple, list, dict)) and _contains(x, v))
-               for x in items)
+    return any(x is v or _contains(x, v) for x in _held(container))
+
+
+def _holding(lowerer, v) -> "str | None":
+    """What, in the scopes of `lowerer`, holds `v` where a rebinding cannot reach it (see
+    `_held`), as an error says it, or None."""
+    for lw in lowerer.scopes():
+        for x in lw.env.values():
+            if _contains(x, v):
+                return "an item of a list, tuple or dict" if isinstance(
+                    x, (tuple, list, dict)) else x.held_as
+    return None
 
 
 def _containers(v):
@@ -86,6 +110,10 @@ class _LocalFunction:
     when it ends (Python's late binding: `[lambda z: z ** k for k in ks]` all see the
     last k), the enclosing function's names as they are when it is called."""
 
+    # how an error names it, and what it holds
+    what = "a function defined in the function"
+    held_as = "a default value of a function defined in the function"
+
     def __init__(self, node: ast.FunctionDef, lowerer: "Lowerer"):
         self.node, self.lowerer = node, lowerer
         self.__name__ = node.name
@@ -93,6 +121,22 @@ class _LocalFunction:
         self.defaults = [lowerer.expr(d) for d in a.defaults]
         self.kw_defaults = [_MISSING if d is None else lowerer.expr(d) for d in a.kw_defaults]
         self.cells = list(lowerer.comprehension_scopes)  # (filled when each one ends)
+
+
+class _LocalPartial:
+    """`functools.partial(f, *args, **kwargs)` made in the function being compiled: a call
+    of it is the call of `f` with the bound arguments first, lowered like a call of `f`
+    (the bound values may be run-time arrays: they are the values they were when the
+    partial was made, as Python binds them: an array changed in place after that is
+    refused, see `_held`)."""
+
+    # how an error names it, and what it holds
+    what = "a functools.partial made in the function"
+    held_as = "an argument bound by a functools.partial made in the function"
+
+    def __init__(self, func, args, kwargs):
+        self.func, self.args, self.kwargs = func, tuple(args), dict(kwargs)
+        self.__name__ = getattr(func, "__name__", "partial")
 
 
 _MATH = {
@@ -616,10 +660,7 @@ class Lowerer(Protocols):
         elif isinstance(cur, numpy.ndarray):  # an array srcgrad folded is changed in place
             text = ast.unparse(node).split("=", 1)[0].strip() + "="  # as numpy's is
             why = "an array read from outside the function" \
-                if self.b.reads.path_of(cur) is not None else \
-                "an item of a list, tuple or dict" if any(
-                    _contains(v, cur) for lw in self.scopes() for v in lw.env.values()
-                    if isinstance(v, (tuple, list, dict))) else None
+                if self.b.reads.path_of(cur) is not None else _holding(self, cur)
             if why is not None:
                 raise self.error(f"`{text}` updates the array in place, and here `{name}` "
                                  f"may share its memory with {why}, which numpy would "
@@ -659,12 +700,7 @@ class Lowerer(Protocols):
         array sees the new value. Names are rebound together; where the array may be
         shared with what srcgrad cannot rebind (the caller's argument, a module array, a
         view of another array, an item of a container), the statement is refused."""
-        why = self.b.shared_why(cur)
-        if why is None and any(_contains(v, cur) for lw in self.scopes()
-                               for v in lw.env.values() if isinstance(v, (tuple, list, dict))):
-            why = "an item of a list, tuple or dict"
-        if why is None:
-            why = self._other_name(name, cur)
+        why = self.b.shared_why(cur) or _holding(self, cur) or self._other_name(name, cur)
         op = text or ast.unparse(node).split("=", 1)[0].strip() + "="
         if why is not None:
             instead = f"into `{name}.copy()`" if text else \
@@ -696,6 +732,10 @@ class Lowerer(Protocols):
                     seen.add(id(v))
                     for k, x in (v.items() if isinstance(v, dict) else enumerate(v)):
                         visit(x, f"{where}[{k!r}]")
+                elif isinstance(v, (_LocalFunction, _LocalPartial)) and id(v) not in seen:
+                    seen.add(id(v))
+                    for x in _held(v):
+                        visit(x, f"{v.held_as} ({where})")
 
             for lw in self.scopes():
                 for n, v in lw.env.items():
@@ -784,9 +824,8 @@ class Lowerer(Protocols):
                 why = "an array read from outside the function"
         else:
             why = self.b.shared_why(root)
-        if why is None and any(_contains(v, root) for lw in self.scopes()
-                               for v in lw.env.values() if isinstance(v, (tuple, list, dict))):
-            why = "an item of a list, tuple or dict"
+        if why is None:
+            why = _holding(self, root)
         if why is not None:
             raise self.error(f"writing into `{name}` in place (`{text} = ...`) is not "
                              f"supported here: `{name}` may share its memory with {why}, "
@@ -1874,6 +1913,8 @@ class Lowerer(Protocols):
             return f(*args, **kwargs)
         if isinstance(f, _LocalFunction):
             return self.inline_local(f, args, kwargs, node)
+        if isinstance(f, _LocalPartial):
+            return self.apply(f.func, [*f.args, *args], {**f.kwargs, **kwargs}, node)
         if not hashable:
             raise self.error(f"a {type(f).__name__} is not callable here", node,
                              UnknownFunctionError)
@@ -2041,6 +2082,16 @@ class Lowerer(Protocols):
                              node, UnknownFunctionError) from None
         value = self.b.reads.attr(obj, name, value)
         return True if f is builtins.hasattr else value
+
+    def call_partial(self, f, args, kwargs, node):
+        """functools.partial(func, ...) in the function: a `_LocalPartial`, compiled where
+        it is called, when `func` is a callable srcgrad compiles."""
+        if not args or not _lowerable(args[0]) or isinstance(args[0], (Var, type)):
+            what = type(args[0]).__name__ if args else "nothing"
+            raise self.error(f"functools.partial of a {what}: srcgrad compiles a partial "
+                             "of a Python function, method, lambda or numpy function",
+                             node, UnknownFunctionError)
+        return _LocalPartial(args[0], args[1:], kwargs)
 
     def call_sorted(self, f, args, kwargs, node):
         """sorted() of a compile-time iterable (of a run-time array: np.sort)."""
@@ -2216,6 +2267,7 @@ _BUILTIN_CALLS = {
     builtins.min: Lowerer.call_min_max, builtins.max: Lowerer.call_min_max,
     builtins.sum: Lowerer.call_sum, builtins.sorted: Lowerer.call_sorted,
     builtins.getattr: Lowerer.call_getattr, builtins.hasattr: Lowerer.call_getattr,
+    functools.partial: Lowerer.call_partial,
     **{f: Lowerer.call_static for f in (builtins.range, builtins.tuple, builtins.list,
                                         builtins.zip, builtins.enumerate, builtins.reversed,
                                         builtins.isinstance, builtins.type)},
@@ -2232,7 +2284,8 @@ def _numpy_python_function(f) -> bool:
 def _lowerable(f) -> bool:
     """Does `Lowerer.apply` lower a call of `f` (rather than refuse it as unknown)? A
     call it does not is run as written (srcgrad.verbatim) when its statement allows."""
-    if isinstance(f, (_BoundMethod, Primitive, _LocalFunction)) or not _hashable(f):
+    if isinstance(f, (_BoundMethod, Primitive, _LocalFunction, _LocalPartial)) or \
+            not _hashable(f) or f is functools.partial:
         return True
     if lookup(f) is not None or f in _MATH or f in _STATIC_BUILTINS:
         return True

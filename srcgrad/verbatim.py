@@ -969,7 +969,8 @@ def _input(low, node, name, value, local, reading, why):
         if not reading:
             return None
         raise low.error(
-            f"`{name}` holds a {type(value).__name__} that srcgrad builds when it "
+            f"`{name}` holds {getattr(value, 'what', None) or 'a ' + type(value).__name__}"
+            " that srcgrad builds when it "
             f"compiles the function, but this statement runs as written ({why}) "
             "at every call and cannot read it: build the value in a statement "
             "that runs as written too, or pass it in as an argument", node,
