@@ -765,6 +765,8 @@ class Lowerer(Protocols):
                              v.values() if isinstance(v, dict) else (v,)):
                     if isinstance(item, Var) and item.id in related:
                         how = "bound to the same value" if item is cur else \
+                            "made by a statement that runs as written, which may hold " \
+                            "it" if self.is_opaque(item) else \
                             "which may be a view of it, or be it"
                         return f"`{n}` ({how}; a number or numpy scalar would not be shared)"
         return None

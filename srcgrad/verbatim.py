@@ -679,6 +679,37 @@ def reason(low, node) -> "str | None":
 _META = ("shape", "ndim", "size")
 
 
+#: methods of an array whose result is new memory, never the array or a view of it
+_FRESH_METHODS = frozenset({"sum", "mean", "std", "var", "max", "min", "prod", "copy",
+                            "tolist", "item", "any", "all", "argmax", "argmin", "argsort",
+                            "nonzero", "cumsum", "cumprod", "round", "clip", "dot",
+                            "__len__"})
+
+
+def _kept(node) -> set:
+    """The names whose object statement `node` may keep in what it binds, or bind a view
+    of: every name it reads but those read only as an operand of an operator (a new
+    array), the argument of len(), or the object of a method that makes a new array."""
+    kept, parents = set(), {}
+    for n in ast.walk(node):
+        for c in ast.iter_child_nodes(n):
+            parents[c] = n
+    for n in ast.walk(node):
+        if not (isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)):
+            continue
+        p = parents.get(n)
+        if isinstance(p, (ast.BinOp, ast.UnaryOp, ast.Compare)):
+            continue
+        if isinstance(p, ast.Call) and isinstance(p.func, ast.Name) and \
+                p.func.id == "len" and p.args == [n]:
+            continue
+        if isinstance(p, ast.Attribute) and p.attr in _FRESH_METHODS and \
+                isinstance(parents.get(p), ast.Call) and parents[p].func is p:
+            continue
+        kept.add(n.id)
+    return kept
+
+
 def _meta_reads(low, node, known: dict):
     """Replace `x.shape`, `x.ndim`, `x.size` of a run-time array `x` in `node` (a private
     copy) by a name bound in `known` to the lowered value: a statement that reads only
@@ -864,6 +895,13 @@ def stage(low, node, why, hints=None, call=None):
     for name in writes:
         fixed.pop(name, None)
     outs = _outputs(low, writes, hints or {})
+    if outs:  # what it binds may hold an array it read (`d = dict(k=a)`, a view of it):
+        kept = _kept(node)  # an update of that array in place changes it too
+        for name, v in zip(names, ins):
+            if name in kept and isinstance(v, Var) and v.kind == "array" and \
+                    v.sclass != SCALAR:
+                for o in outs:
+                    b.link(o, v)
     made = _instance_made(low, node)
     if made is not None:  # `t = Scale(2.0)`: an object no op of srcgrad's may take
         b.instances.update((o.id, made) for o in outs)

@@ -198,3 +198,46 @@ def test_random_changes_in_place_are_right_or_refused(program_dir, source):
     except AssertionError:
         print(source)
         raise
+
+
+# -- what a statement run as written binds may hold the array it read ----------------------
+
+def _coef(z, a):
+    return np.sum(z * a)
+
+
+def _kept_in_a_dict(x):
+    a = np.ones(4)
+    d = dict(k=a)  # (run as written: d holds a itself)
+    a += 1.0
+    return _coef(x, d["k"])
+
+
+def _bound_to_it(x):
+    a = np.ones(4)
+    w = dict(k=a)["k"]  # (run as written: w is a itself)
+    a[1] = 7.0
+    return _coef(x, w)
+
+
+@pytest.mark.parametrize("fn", [_kept_in_a_dict, _bound_to_it])
+def test_an_update_of_an_array_a_statement_run_as_written_kept_is_refused(fn):
+    """numpy's update reaches the dict that holds the array (or the name bound to it);
+    srcgrad's rebinding of the name did not, and the gradient read the value before it
+    (without a word)."""
+    with pytest.raises(SrcgradError, match="statement that runs as written, which may hold|"
+                       "`w` may be a view of `a`"):
+        srcgrad.grad(fn)(X.copy())
+
+
+def _shape_and_length_only(x):
+    h = np.tanh(x)
+    noise = np.random.default_rng(0).normal(size=h.shape)  # (reads h's shape, not h)
+    n = len(h)
+    top = float(h.max())
+    h += 1e-3 * noise + top / n
+    return np.sum(h * h)
+
+
+def test_a_statement_that_reads_only_an_array_s_shape_keeps_nothing():
+    check(_shape_and_length_only)
