@@ -26,6 +26,7 @@ from __future__ import annotations
 import ast
 import builtins
 import copy
+import dis
 import functools
 import inspect
 import types
@@ -270,6 +271,8 @@ def root_of(node):
                 isinstance(steps[i + 1][1], str):
             steps[i:i + 2] = [("attr", steps[i + 1][1])]
             break
+    if steps and steps[-1] == ("attr", "__dict__"):
+        steps = steps[:-1]  # `obj.__dict__.update(w=...)` changes obj
     return (node.id if isinstance(node, ast.Name) else None), steps
 
 
@@ -338,11 +341,16 @@ def changes(node, peek) -> list:
             if fname in _MUTATING_FUNCTIONS:  # (they change their first argument)
                 for a in n.args[:1] or args:
                     add(a)
-            if callee in (builtins.setattr, builtins.delattr) and n.args:
-                name = n.args[1] if len(n.args) > 1 else None  # `setattr(cfg, "p", p)`
-                add(ast.Attribute(value=n.args[0], attr=name.value, ctx=ast.Load())
+            dunder = fname in ("__setattr__", "__delattr__") and \
+                isinstance(n.func, ast.Attribute)  # `cfg.__setattr__("p", p)`
+            target = n.func.value if dunder else n.args[0] if n.args and callee in (
+                builtins.setattr, builtins.delattr) else None
+            if target is not None:  # `setattr(cfg, "p", p)`
+                rest = n.args if dunder else n.args[1:]
+                name = rest[0] if rest else None
+                add(ast.Attribute(value=target, attr=name.value, ctx=ast.Load())
                     if isinstance(name, ast.Constant) and isinstance(name.value, str)
-                    else n.args[0])
+                    else target)
             elif callee is None and not (isinstance(n.func, ast.Attribute) and
                                          fname in _RUN_TIME_METHODS):
                 # a callable known only at run time (`helper.into(z)` of an object made
@@ -353,6 +361,18 @@ def changes(node, peek) -> list:
                 for a in args:
                     if isinstance(a, (ast.Name, ast.Attribute, ast.Subscript)):
                         add(a)
+                if isinstance(callee, types.MethodType) and isinstance(
+                        n.func, ast.Attribute) and not isinstance(
+                        callee.__self__, (type, types.ModuleType)):
+                    add(n.func.value)  # `print(self.refresh())`: it may change `self`
+                elif not isinstance(callee, (types.FunctionType, types.MethodType, type)) \
+                        and _python_call(callee):
+                    add(n.func)  # an object's own `__call__` may change the object
+                for name in _globals_stored(callee):  # `global LR; LR *= 0.5` in it
+                    g = ast.Name(id=name, ctx=ast.Load())
+                    if peek(g) is not None and peek(g) is getattr(
+                            _function_of(callee), "__globals__", {}).get(name):
+                        add(g)
     if aliased:
         # a name the statement binds to what may be an array it reads (`for p in params:
         # p -= v`, `a = z.reshape(4)`) is changed in place: any array it reads may be
@@ -473,6 +493,36 @@ def _first_output(f, name) -> "int | None":
 @functools.lru_cache(maxsize=512)
 def _signature_out(f) -> "int | None":
     return _out_index(f, bound=True)
+
+
+def _function_of(f):
+    """The Python function a call of `f` runs: a function's, a method's, a callable
+    object's `__call__`; None for anything else."""
+    if isinstance(f, types.MethodType):
+        f = f.__func__
+    elif not isinstance(f, (types.FunctionType, type)) and f is not None:
+        f = getattr(type(f), "__call__", None)
+    return f if isinstance(f, types.FunctionType) else None
+
+
+def _python_call(f) -> bool:
+    return _function_of(f) is not None
+
+
+def _globals_stored(f) -> set:
+    """The module-level names a Python function (or a nested function of it) rebinds
+    (`global LR; LR *= 0.5`): a statement that calls it changes them."""
+    fn = _function_of(f)
+    if fn is None:
+        return set()
+    out, todo = set(), [fn.__code__]
+    while todo:
+        code = todo.pop()
+        for ins in dis.get_instructions(code):
+            if ins.opname in ("STORE_GLOBAL", "DELETE_GLOBAL"):
+                out.add(ins.argval)
+        todo.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+    return out
 
 
 def _known_module(f) -> bool:

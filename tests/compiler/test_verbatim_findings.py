@@ -163,3 +163,102 @@ def test_nested_grad_of_a_method_with_a_counter_is_located_in_user_code():
     except srcgrad.SrcgradError as e:
         assert "srcgrad/api.py" not in str(e), str(e)
         assert "changes `m.loss`" not in str(e), str(e)
+
+
+# -- a Python function of the user's called inside a statement that runs as written may
+# change what the function read when srcgrad compiled it (found by an adversarial hunt:
+# each returned the previous call's gradient, without a word) ---------------------------
+
+class Trainer:
+    def __init__(self):
+        self.step = 0
+        self.W = np.array([1.0, -2.0, 0.5])
+
+    def next_seed(self):
+        self.step += 1
+        return self.step
+
+    def refresh(self):
+        self.W = self.W * 2.0
+        return "refreshed"
+
+    def seeded(self, x):
+        rng = np.random.default_rng(self.next_seed())  # runs as written
+        noise = 0.0 * rng.normal(size=x.shape)
+        return np.sum((x + noise) ** 2) * self.step  # (self.step: read when compiled)
+
+    def logged(self, x):
+        print(self.refresh())  # runs as written, and rebinds self.W
+        return np.sum(self.W * x)
+
+
+LR = 1.0
+
+
+def _decay():
+    global LR
+    LR *= 0.5
+    return LR
+
+
+def _decayed(x):
+    print(_decay())
+    return np.sum(x ** 2) * LR
+
+
+class _State:
+    pass
+
+
+_S1, _S2 = _State(), _State()
+_S1.t = _S2.t = 1.0
+
+
+def _dict_update(x):
+    _S1.__dict__.update(t=_S1.t + 1.0)
+    return np.sum(x ** 2) * _S1.t
+
+
+def _dunder_setattr(x):
+    _S2.__setattr__("t", _S2.t + 1.0)
+    return np.sum(x ** 2) * _S2.t
+
+
+@pytest.mark.parametrize("make", [lambda: Trainer().seeded, lambda: Trainer().logged,
+                                  lambda: _decayed, lambda: _dict_update,
+                                  lambda: _dunder_setattr])
+def test_a_change_made_by_a_call_in_a_statement_run_as_written_is_refused(make):
+    fn = make()
+    with pytest.raises(srcgrad.SrcgradError, match="statement that runs as written changes") \
+            as info:
+        srcgrad.value_and_grad(fn, cache=False)(X.copy())
+    assert "test_verbatim_findings.py" in str(info.value)
+
+
+class Logger:
+    def __init__(self):
+        self.lines = []
+
+    def log(self, text):
+        self.lines.append(text)
+
+
+LOG = Logger()
+
+
+def _logs_and_reads_arrays(x):
+    try:  # (runs as written) changes LOG, which the gradient never reads
+        LOG.log("called")
+    except ValueError:
+        pass
+    return np.sum(np.tanh(x) ** 2)
+
+
+def test_a_method_that_changes_only_its_own_object_still_runs():
+    vg = srcgrad.value_and_grad(_logs_and_reads_arrays, cache=False)
+    before = len(LOG.lines)
+    value, g = vg(X.copy())
+    assert len(LOG.lines) == before + 1
+    np.testing.assert_allclose(value, _logs_and_reads_arrays(X))
+    np.testing.assert_allclose(g, finite_differences(_logs_and_reads_arrays, (X,), 0),
+                               rtol=1e-6, atol=1e-9)
