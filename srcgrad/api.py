@@ -956,7 +956,8 @@ class CompiledFunction:
     def __get__(self, obj: Any, objtype: type | None = None) -> CompiledFunction:
         """`@srcgrad.grad` on a method: `obj.method` is the transformation of the method
         bound to `obj` (its `self.attr` reads are guarded or read at every call, as a
-        global's are); `wrt` counts the parameters after `self`, as for `grad(obj.method)`."""
+        global's are). `wrt` counts the parameters as the def writes them, `self` first
+        (`wrt=1` is the first after it; `self` itself, the default wrt=0, is refused)."""
         if obj is None:
             return self
         bound = self._bound.get(id(obj))

@@ -180,3 +180,31 @@ def lambda_inside(x, k=2.0):
 
 def test_lambdas_inside_the_function():
     check_grad(lambda_inside, (rng.normal(size=4),))
+
+
+class _Decorated:
+    def __init__(self):
+        self.W = np.array([1.0, -2.0, 0.5])
+
+    @srcgrad.grad(wrt=1)
+    def dx(self, x, y):
+        return np.sum(self.W * np.sin(x) * y)
+
+    @srcgrad.grad(wrt="y")
+    def dy(self, x, y):
+        return np.sum(self.W * np.sin(x) * y)
+
+    @srcgrad.grad
+    def of_self(self, x, y):
+        return np.sum(self.W * x * y)
+
+
+def test_wrt_of_a_decorated_method_counts_self_first():
+    """As README says: `wrt` counts the parameters as the def writes them, `self` first,
+    and the default wrt=0 (`self`) is refused with what to write instead."""
+    m = _Decorated()
+    x, y = np.array([0.3, -0.7, 1.1]), np.array([2.0, 0.5, -1.0])
+    np.testing.assert_allclose(m.dx(x, y), m.W * np.cos(x) * y, rtol=1e-12)
+    np.testing.assert_allclose(m.dy(x, y), m.W * np.sin(x), rtol=1e-12)
+    with pytest.raises(srcgrad.SrcgradError, match="with respect to `self`.*wrt=1"):
+        m.of_self(x, y)
