@@ -123,6 +123,17 @@ class _LocalFunction:
         self.cells = list(lowerer.comprehension_scopes)  # (filled when each one ends)
 
 
+class _Super:
+    """`super()` (or `super(C, obj)`) in the function being compiled: the attribute read
+    from it is found and guarded by `Lowerer.super_attr`."""
+
+    what = "super()"
+    held_as = "super()"
+
+    def __init__(self, cls, obj):
+        self.cls, self.obj = cls, obj
+
+
 class _LocalPartial:
     """`functools.partial(f, *args, **kwargs)` made in the function being compiled: a call
     of it is the call of `f` with the bound arguments first, lowered like a call of `f`
@@ -1749,6 +1760,8 @@ class Lowerer(Protocols):
         name = node.attr
         if name.startswith("__") and not name.endswith("__"):
             name = self.mangled(name)
+        if isinstance(obj, _Super):
+            return self.super_attr(obj, name, node)
         if isinstance(obj, Var):
             if name in ATTRIBUTES:
                 return ATTRIBUTES[name](obj)
@@ -2095,6 +2108,40 @@ class Lowerer(Protocols):
                              node, UnknownFunctionError)
         return _LocalPartial(args[0], args[1:], kwargs)
 
+    def call_super(self, f, args, kwargs, node):
+        """super() in a method (its class from the method's `__class__` cell, the object
+        its first parameter), or super(C, obj) of compile-time values: the method it
+        names is then inlined, bound to the object."""
+        if not args and not kwargs:
+            cls = self.src.closure.get("__class__")
+            params = self.src.tree.args.posonlyargs + self.src.tree.args.args
+            obj = self.env.get(params[0].arg) if params else None
+            args = [cls, obj]
+        if kwargs or len(args) != 2 or not isinstance(args[0], type) or \
+                isinstance(args[1], Var) or args[1] is None:
+            raise self.error("super() is compiled in a method of a class, or as super(C, "
+                             "obj) of an object known when compiling", node,
+                             UnsupportedSyntaxError)
+        if args[0] not in type(args[1]).__mro__:
+            raise self.error(f"super({args[0].__name__}, obj): obj is not an instance of "
+                             f"{args[0].__name__}", node, UnsupportedSyntaxError)
+        return _Super(args[0], args[1])
+
+    def super_attr(self, sup, name, node):
+        """`super().name`: found in the classes after `sup.cls` in the object's MRO, read
+        through `obj.__class__.__mro__[i].name` (guarded: a method replaced on that class
+        is a change), and bound to the object."""
+        reads, obj = self.b.reads, sup.obj
+        klass = reads.attr(obj, "__class__", type(obj))
+        mro = reads.attr(klass, "__mro__", klass.__mro__)
+        for i in range(mro.index(sup.cls) + 1, len(mro)):
+            k = reads.item(mro, i, mro[i])
+            if name in vars(k):
+                value = reads.attr(k, name, vars(k)[name])
+                get = getattr(type(value), "__get__", None)
+                return value.__get__(obj, type(obj)) if get is not None else value
+        raise self.error(f"super() has no attribute {name!r}", node, UnknownFunctionError)
+
     def call_sorted(self, f, args, kwargs, node):
         """sorted() of a compile-time iterable (of a run-time array: np.sort)."""
         if len(args) != 1 or has_var(args[0]):
@@ -2188,7 +2235,16 @@ class Lowerer(Protocols):
                              "(rewrite it as a loop)", node, RecursiveCallError)
 
     def inline(self, f, args, kwargs, node):
-        self._check_recursion(f.__code__, f.__name__, node)
+        # a function may be inlined inside itself for another object (a module's __call__
+        # of its submodules, a walk over a tree of objects): the objects are finite, and
+        # each is given once, so the inlining ends; for the same object, or values known
+        # only at run time, it is recursion, which is refused
+        key = (f.__code__, id(args[0])) if args and _compile_time_object(args[0]) \
+            else f.__code__
+        if key != f.__code__ and f.__code__ in self.stack:
+            raise self.error(f"recursive call to {f.__name__!r}: recursion is not supported "
+                             "(rewrite it as a loop)", node, RecursiveCallError)
+        self._check_recursion(key, f.__name__, node)
         src = parse_function(f)
         if f.__defaults__ or f.__kwdefaults__:  # the defaults it is inlined with
             self.b.reads.attr(f, "__defaults__", f.__defaults__)
@@ -2199,7 +2255,7 @@ class Lowerer(Protocols):
             raise self.error(f"in the call to {f.__name__}: {e}", node) from None
         bound.apply_defaults()
         env = dict(bound.arguments)
-        sub = Lowerer(src, self.b, env, self.stack + (f.__code__,))
+        sub = Lowerer(src, self.b, env, self.stack + (key,))
         sub.caller = self  # an in-place update in the callee changes the caller's array too
         return sub.run_inlined()
 
@@ -2252,7 +2308,7 @@ _STATIC_BUILTINS = {builtins.len, builtins.float, builtins.int, builtins.bool, b
                     builtins.pow, builtins.min, builtins.max, builtins.sum, builtins.range,
                     builtins.tuple, builtins.list, builtins.zip, builtins.enumerate,
                     builtins.reversed, builtins.isinstance, builtins.iter, builtins.sorted,
-                    builtins.type, builtins.getattr, builtins.hasattr}
+                    builtins.type, builtins.getattr, builtins.hasattr, builtins.super}
 
 
 #: iterables `for` knows how to walk without building them: function -> Lowerer method
@@ -2269,7 +2325,7 @@ _BUILTIN_CALLS = {
     builtins.min: Lowerer.call_min_max, builtins.max: Lowerer.call_min_max,
     builtins.sum: Lowerer.call_sum, builtins.sorted: Lowerer.call_sorted,
     builtins.getattr: Lowerer.call_getattr, builtins.hasattr: Lowerer.call_getattr,
-    functools.partial: Lowerer.call_partial,
+    functools.partial: Lowerer.call_partial, builtins.super: Lowerer.call_super,
     **{f: Lowerer.call_static for f in (builtins.range, builtins.tuple, builtins.list,
                                         builtins.zip, builtins.enumerate, builtins.reversed,
                                         builtins.isinstance, builtins.type)},
@@ -2311,6 +2367,13 @@ def _is_transformed(f) -> bool:
     """A function srcgrad transformed (srcgrad.api.CompiledFunction): a call of it is no
     call of the Python function it wraps, so it is never inlined."""
     return getattr(type(f), "__srcgrad_transformed__", False)
+
+
+def _compile_time_object(v) -> bool:
+    """An object srcgrad holds while compiling, known by its identity: not a run-time
+    value, not a number, string or tuple (whose identity says nothing)."""
+    return not isinstance(v, (Var, numbers.Number, str, bytes, tuple, frozenset, type(None),
+                              numpy.ndarray, numpy.generic, type, types.FunctionType))
 
 
 def _hashable(f) -> bool:

@@ -208,3 +208,104 @@ def test_wrt_of_a_decorated_method_counts_self_first():
     np.testing.assert_allclose(m.dy(x, y), m.W * np.sin(x), rtol=1e-12)
     with pytest.raises(srcgrad.SrcgradError, match="with respect to `self`.*wrt=1"):
         m.of_self(x, y)
+
+
+# -- PyTorch-style modules: a base class's __call__ entered again for each submodule, and
+# super() in a method (both were refused: "recursive call", and super() run as written)
+
+class Module:
+    def __call__(self, x):
+        return self.forward(x)
+
+
+class Linear(Module):
+    def __init__(self, n, m):
+        self.W = rng.normal(size=(n, m)) * 0.5
+        self.b = np.zeros(m)
+
+    def forward(self, x):
+        return x @ self.W + self.b
+
+
+class Tanh(Module):
+    def forward(self, x):
+        return np.tanh(x)
+
+
+class Sequential(Module):
+    def __init__(self, *mods):
+        self.mods = list(mods)
+
+    def forward(self, x):
+        for m in self.mods:
+            x = m(x)
+        return x
+
+
+class Scaled(Linear):
+    def __init__(self, n, m, s):
+        super().__init__(n, m)
+        self.s = s
+
+    def forward(self, x):
+        return self.s * super().forward(x)
+
+
+NET = Sequential(Sequential(Linear(3, 4), Tanh()), Sequential(Scaled(4, 2, 1.5), Tanh()))
+
+
+def module_loss(x):
+    return np.sum(NET(x) ** 2)
+
+
+class TreeNode:
+    def __init__(self, w, kids=()):
+        self.w, self.kids = w, list(kids)
+
+    def value(self, x):
+        out = np.sum(np.sin(self.w * x))
+        for k in self.kids:
+            out = out + k.value(x)  # the same method, for another node
+        return out
+
+
+TREE = TreeNode(0.5, [TreeNode(1.5, [TreeNode(2.0)]), TreeNode(-1.0)])
+
+
+def tree_loss(x):
+    return TREE.value(x)
+
+
+class Halving:
+    def f(self, x, n):
+        return x if n <= 0 else self.f(x * 0.5, n - 1)  # the same object: recursion
+
+
+HALVING = Halving()
+
+
+def recursive_loss(x):
+    return np.sum(HALVING.f(x, 3))
+
+
+@pytest.mark.parametrize("fn", [module_loss, tree_loss])
+def test_a_method_entered_again_for_another_object(fn):
+    check_grad(fn, (rng.normal(size=3),))
+
+
+def test_a_method_entered_again_for_the_same_object_is_recursion():
+    with pytest.raises(srcgrad.SrcgradError, match="recursive call to 'f'"):
+        srcgrad.grad(recursive_loss)(rng.normal(size=3))
+
+
+def test_super_finds_the_base_method_and_sees_it_replaced(monkeypatch):
+    x = rng.normal(size=3)
+    g = srcgrad.grad(module_loss, cache=False)
+    check_grad(module_loss, (x,), compiled=g)
+
+    def forward(self, x):
+        return np.sin(x @ self.W) + self.b
+
+    monkeypatch.setattr(Linear, "forward", forward)  # what Scaled's super() now finds
+    check_grad(module_loss, (x,), compiled=g)
+    assert g.compile_count == 2
