@@ -170,6 +170,9 @@ class CompiledFunction:
         self.use_disk_cache = bool(cache)
         self._impl = None
         self._call = None  # what a numpy call runs: _impl, or a specialized variant first
+        # a default value that is a structure (`cfg={"k": 2.0}`): calls take the structured
+        # path (srcgrad.pytree), which passes its leaves as arguments
+        self._tree_defaults = _structured_defaults(fun)
         self._variants = None  # srcgrad.specialize.Variants, once compiled
         self._check = None  # whether what it read at compile time still holds
         self._gpu = None
@@ -832,7 +835,8 @@ class CompiledFunction:
         # (the common call first, inline: positional arrays, compiled, nothing it read
         # changed, no cupy or dask loaded: `_ready` and `_run` cost more than its work)
         impl, check = self._call, self._check
-        if not kwargs and impl is not None and _CUPY_NAME not in _MODULES and \
+        if not kwargs and impl is not None and not self._tree_defaults and \
+                _CUPY_NAME not in _MODULES and \
                 _DASK_NAME not in _MODULES and (check is None or check()):
             for a in args:
                 if type(a) is not _NDARRAY and isinstance(a, _CONTAINERS):
@@ -843,6 +847,9 @@ class CompiledFunction:
             if isinstance(a, _CONTAINERS):
                 return self._call_structured(args, kwargs)
         if kwargs and any(isinstance(a, _CONTAINERS) for a in kwargs.values()):
+            return self._call_structured(args, kwargs)
+        self._tree_defaults = _structured_defaults(self.fun)  # (they may be new ones)
+        if self._tree_defaults:
             return self._call_structured(args, kwargs)
         return self._run(self._ready(), args, kwargs)
 
@@ -1291,6 +1298,14 @@ def _same_shape(what, t, of, x):
     kind = getattr(getattr(t, "dtype", None), "kind", None)
     if kind is not None and kind not in "fiub":
         raise TypeError(f"{what} has dtype {t.dtype}; tangents must be real numbers")
+
+
+def _structured_defaults(fun) -> bool:
+    """Has `fun` a default value that is a structure of arguments (a dict, a list of
+    arrays...)? A call that leaves it out passes it as the structure it is."""
+    d = getattr(fun, "__defaults__", None) or ()
+    k = getattr(fun, "__kwdefaults__", None) or {}
+    return any(_pytree.is_structured(v) for v in (*d, *k.values()))
 
 
 def _bind(fun, args, kwargs) -> list:

@@ -557,3 +557,43 @@ def test_source_before_a_structured_call_is_a_located_error():
         g.source
     assert info.value.filename == __file__
     np.testing.assert_allclose(g({"W": np.ones(2)})["W"], np.ones(2))
+
+
+_DEFAULT_CFG = {"scale": 2.0, "shift": np.array([0.5, -1.0, 0.25])}
+
+
+def _with_default_config(x, cfg=_DEFAULT_CFG):
+    return np.sum(np.tanh(x * cfg["scale"] + cfg["shift"]) ** 2)
+
+
+def _with_keyword_layers(x, *, layers=[np.array([1.0, 2.0, 0.5]), np.array([-1.0, 0.3, 2.0])]):
+    for w in layers:
+        x = np.sin(w * x)
+    return np.sum(x)
+
+
+@pytest.mark.parametrize("fn", [_with_default_config, _with_keyword_layers])
+def test_a_structure_as_a_default_value(fn):
+    """A dict or list default left out of the call is passed as the structure it is
+    (it was taken for an array: "indexing an array with the string 'scale'")."""
+    x = np.array([0.3, -0.7, 1.1])
+    g = srcgrad.grad(fn, cache=False)
+    for _ in range(4):  # (the specialized variant too)
+        np.testing.assert_allclose(g(x), finite_differences(fn, (x,), 0), rtol=1e-6,
+                                   atol=1e-9)
+
+
+def test_a_default_dict_changed_in_place_between_calls(monkeypatch):
+    cfg = {"scale": 2.0, "shift": np.zeros(3)}
+    monkeypatch.setattr(_with_default_config, "__defaults__", (cfg,))
+    x = np.array([0.3, -0.7, 1.1])
+    g = srcgrad.grad(_with_default_config, cache=False)
+    g(x)
+    cfg["scale"] = -3.0
+    cfg["shift"] += 1.0
+    np.testing.assert_allclose(g(x), finite_differences(_with_default_config, (x,), 0),
+                               rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(g(x, {"scale": 1.0, "shift": np.ones(3)}),
+                               finite_differences(_with_default_config,
+                                                  (x, {"scale": 1.0, "shift": np.ones(3)}), 0),
+                               rtol=1e-6, atol=1e-9)
