@@ -69,6 +69,19 @@ def _held(holder) -> list:
     return []
 
 
+def _all_held(holders):
+    """Every value `holders` hold, at any depth (see `_held`)."""
+    todo, seen = list(holders), set()
+    while todo:
+        h = todo.pop()
+        if id(h) in seen:
+            continue
+        seen.add(id(h))
+        items = _held(h)
+        yield from items
+        todo.extend(items)
+
+
 def _contains(container, v) -> bool:
     return any(x is v or _contains(x, v) for x in _held(container))
 
@@ -348,6 +361,9 @@ class Lowerer(Protocols):
         # in-place update inside one of its own regions cannot rebind a caller's names
         self.depth0 = len(getattr(builder, "_outer", []))
         self.probing = False  # see static_comprehension
+        # the values of a tuple assignment not yet assigned (`y[0], y[1] = y[1], y[0]`:
+        # while y[0] is written, the view y[0] taken for y[1] is held here)
+        self.pending: tuple = ()
         self.comprehension_scopes: list = []  # of the comprehensions being run (own_names)
         # ids of the calls of numpy's own Python functions that run as written (see `stmt`)
         self.as_written: set = set()
@@ -867,6 +883,19 @@ class Lowerer(Protocols):
                 elif views and v is not new and isinstance(v, (Var, numpy.ndarray)) and \
                         self.b.may_view(v, root):
                     lw.env[n] = self._stale_view(n, name, text, node)
+        if views:  # a view held where no name can be made unreadable: refused (an element
+            # is a number, no view: `y[0], y[3] = y[3], y[0]` of a vector swaps)
+            held = [self.pending] + [v for lw in self.scopes() for v in lw.env.values()
+                                     if not isinstance(v, (Var, numpy.ndarray))]
+            for w in _all_held(held):
+                if isinstance(w, (Var, numpy.ndarray)) and w is not root and w is not new \
+                        and getattr(w, "sclass", None) != SCALAR and self.b.may_view(w, root):
+                    raise self.error(
+                        f"{text} writes into `{name}` while a view of it may be held in a "
+                        "tuple, list or dict, a partial or a default, or be assigned after "
+                        "it by the same statement (`y[0], y[1] = y[1], y[0]`): numpy would "
+                        "show the write through that view, srcgrad cannot; take copies "
+                        "first (`y[1].copy()`)", node, UnsupportedSyntaxError)
 
     def stale_folded(self, array, name, text, node):
         """After `text` changed what may be a view of `array`, an array srcgrad folded when
@@ -1413,8 +1442,13 @@ class Lowerer(Protocols):
                 if len(parts) != n:
                     raise self.error(f"cannot unpack {len(parts)} values into {n} names",
                                      target)
-            for t, v in zip(target.elts, parts):
-                self.assign(t, v)
+            saved = self.pending
+            try:
+                for k, (t, v) in enumerate(zip(target.elts, parts)):
+                    self.pending = saved + tuple(parts[k + 1:])
+                    self.assign(t, v)
+            finally:
+                self.pending = saved
         elif isinstance(target, ast.Subscript):
             found = self.static_item(target)
             if found is not None:
