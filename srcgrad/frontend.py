@@ -247,9 +247,11 @@ def _source_changed(fn, code, lines: list, firstlineno: int) -> bool:
         return hasattr(code, "co_qualname")
     # since 3.11 `m.f(x)` compiles to another call sequence where the module's own `m` was
     # bound by an import: mark the names bound to modules as imported (compiling does not
-    # run the import)
+    # run the import); the compiler asks the module's scope, so a local or a closure cell
+    # of that name (`def make(np): def f(x): return np.sum(x)`) is called so too
     g = getattr(fn, "__globals__", {})
-    modules = sorted(n for n in code_names(code) if isinstance(g.get(n), types.ModuleType))
+    modules = sorted(n for n in code_names(code, local=True)
+                     if isinstance(g.get(n), types.ModuleType))
     text = "\n" * (firstlineno - 1 - len(heads)) + \
         "".join(lead[:k] + h + "\n" for k, h in enumerate(heads)) + "".join(lines) + \
         ("\nimport " + ", ".join(f"_ as {n}" for n in modules) + "\n" if modules else "")
@@ -271,12 +273,16 @@ def _source_changed(fn, code, lines: list, firstlineno: int) -> bool:
     return not (_same_code(found, code) or _same_code(found, code, loose=True))
 
 
-def code_names(code) -> set:
+def code_names(code, local: bool = False) -> set:
+    """The global and attribute names `code` (and the code nested in it) reads; with
+    `local`, its local and closure names too."""
     names = set()
     stack = [code]
     while stack:
         c = stack.pop()
         names.update(c.co_names)
+        if local:
+            names.update(c.co_varnames + c.co_freevars + c.co_cellvars)
         stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
     return names
 

@@ -392,3 +392,16 @@ def test_command_line_forward_mode_and_hvp():
     out = _cli("show", "examples/readme_examples.py:energy", "--mode", "hvp")
     assert out.returncode == 0, out.stderr
     assert "def hvp_energy(x, v):" in out.stdout
+
+
+def test_where_with_an_unselected_branch_of_infinite_slope_as_readme_says():
+    """README: the unselected branch gets a zero cotangent, and 0 * inf is nan (as in
+    PyTorch and JAX); the safe spelling is finite, and right (finite differences)."""
+    x = np.array([0.0, 1.0, 4.0])
+    plain = srcgrad.grad(lambda x: np.sum(np.where(x > 0, np.sqrt(x), 0.0)))(x)
+    assert np.isnan(plain[0]) and np.allclose(plain[1:], [0.5, 0.25])
+
+    def safe(x):
+        return np.sum(np.where(x > 0, np.sqrt(np.where(x > 0, x, 1.0)), 0.0))
+
+    np.testing.assert_allclose(srcgrad.grad(safe)(x), [0.0, 0.5, 0.25], rtol=1e-12)

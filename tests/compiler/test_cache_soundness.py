@@ -304,3 +304,21 @@ def test_a_module_compiled_after_one_loaded_from_the_disk_cache_runs_its_own_cod
                               capture_output=True, text=True, env=env)
         assert done.returncode == 0, done.stderr
         assert "WRONG []" in done.stdout, (run, done.stdout)
+
+
+CLOSURE_MODULE = """import numpy as np
+
+
+def make(np):  # array-API style: the namespace passed in, under the module's own name
+    def f(x):
+        return np.sum(np.sin(x) * 2.0)
+    return f
+"""
+
+
+def test_a_closure_cell_named_like_an_imported_module_is_not_an_edit(module_file):
+    """The compiler calls `np.sum(x)` as a module's attribute wherever the module imports
+    `np`, a closure cell of that name included: the text compiled again must be compiled
+    so too (it was refused as an edited file)."""
+    mod, _ = module_file(CLOSURE_MODULE, "closure_np_user_mod")
+    np.testing.assert_allclose(srcgrad.grad(mod.make(np))(X), 2.0 * np.cos(X), rtol=1e-12)
