@@ -79,6 +79,9 @@ class Code:
         self.fixed = fixed  # name -> ("builtin",) or ("module", module name)
         self.mutates = mutates  # indices of inputs the statement may change in place
         self.why = why  # why it runs as written, for messages
+        # the class of the object whose method it calls, where the function made that
+        # object (`c = Child(2.0); c.f(x)`), for messages
+        self.receiver_class = None
 
     @property
     def always_binds(self) -> bool:
@@ -587,12 +590,21 @@ def unsound_error(e, i):
         what = "numpy's own Python code that srcgrad could not compile here" \
             if fname.split(".")[0] == "numpy" else \
             "neither an op of srcgrad's op set nor a Python function with source code"
+        advice = ("use a numpy function the op set has (`python -m srcgrad ops` lists them), "
+                  "or make this one an op with srcgrad.primitive and a VJP rule"
+                  f"{_closest(fname)}")
+        if code.receiver_class is not None:
+            recv, cls_name = fname.split(".")[0], code.receiver_class
+            what = (f"a method of `{recv}`, a {cls_name} object the function makes when it "
+                    f"runs (`{cls_name}(...)` runs as written, so srcgrad cannot compile its "
+                    "methods)")
+            advice = (f"make the {cls_name} object outside the function (a global, an "
+                      "attribute, an argument that is not differentiated), where srcgrad "
+                      "reads it and compiles its methods")
         msg = (f"call to {fname}, which is {what}, on a value that depends on a differentiated "
                f"argument (`{name}`): srcgrad cannot differentiate it. Such calls run as "
                "written when what they read is not differentiated (random draws, logging); "
-               "use a numpy function the op set has (`python -m srcgrad ops` lists them), "
-               "or make this one an op with srcgrad.primitive and a VJP rule"
-               f"{_closest(fname)}")
+               f"{advice}")
         cls = UnknownFunctionError
     else:
         lineno, col = (loc.lineno, loc.col) if loc is not None else (None, None)
@@ -984,6 +996,10 @@ def stage(low, node, why, hints=None, call=None):
         if found is not None:
             call = (_call_name(low, found), found.lineno, found.col_offset)
     code = Code(node, names, writes, fixed, mutates, why, call)
+    if call is not None and "." in call[0]:
+        recv = resolve(call[0].split(".")[0])[0]
+        if isinstance(recv, Var) and recv.id in b.instances:
+            code.receiver_class = b.instances[recv.id]
     b.eqns.append(Eqn(PYTHON, ins, outs, {"code": code}, b.loc, b.phase))
     if isinstance(node, ast.Raise) and not getattr(b, "_outer", None):
         raise Raised()  # reached on every call: nothing after it runs

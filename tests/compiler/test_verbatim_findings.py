@@ -262,3 +262,24 @@ def test_a_method_that_changes_only_its_own_object_still_runs():
     np.testing.assert_allclose(value, _logs_and_reads_arrays(X))
     np.testing.assert_allclose(g, finite_differences(_logs_and_reads_arrays, (X,), 0),
                                rtol=1e-6, atol=1e-9)
+
+
+class _Child:
+    def __init__(self, k):
+        self.k = k
+
+    def f(self, x):
+        return np.sin(x) * self.k
+
+
+def _method_of_an_object_made_inside(x):
+    c = _Child(2.0)
+    return np.sum(c.f(x))
+
+
+def test_a_method_of_an_object_made_in_the_function_says_why_and_what_to_do():
+    with pytest.raises(srcgrad.SrcgradError) as info:
+        srcgrad.grad(_method_of_an_object_made_inside, cache=False)(X.copy())
+    msg = str(info.value)
+    assert "a _Child object the function makes" in msg and "outside the function" in msg
+    assert "test_verbatim_findings.py" in msg
