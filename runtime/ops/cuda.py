@@ -41,7 +41,9 @@ SPELLINGS = {
     "log2": "log2({0})", "log10": "log10({0})", "exp2": "exp2({0})", "fabs": "fabs({0})",
     "rint": "rint({0})", "round": "rint({0})", "copy": "{0}", "isnan": "isnan({0})",
     "isinf": "isinf({0})", "arctan2": "atan2({0}, {1})", "hypot": "hypot({0}, {1})",
-    "fmax": "fmax({0}, {1})", "fmin": "fmin({0}, {1})",
+    "fmax": "fmax({0}, {1})", "fmin": "fmin({0}, {1})", "cbrt": "cbrt({0})",
+    "copysign": "copysign({0}, {1})",
+    "heaviside": "(isnan({0}) ? {0} : ({0} < (T)0 ? (T)0 : ({0} > (T)0 ? (T)1 : {1})))",
     "sinc": "({0} == (T)0 ? (T)1 : sin((T)3.141592653589793 * {0})"
             " / ((T)3.141592653589793 * {0}))",
     # numpy's forms: exact at ties, NaN when x - y is NaN (inf - inf)

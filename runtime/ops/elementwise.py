@@ -34,7 +34,7 @@ __all__ = [
     "floor_divide", "floor", "ceil", "trunc", "arcsinh", "arccosh", "arctanh", "arctan2",
     "hypot", "log2", "log10", "exp2", "logaddexp", "logaddexp2", "sinc", "fabs", "rint",
     "round_", "fmax", "fmin", "nan_to_num", "copy", "isnan", "isinf", "bitwise_and",
-    "bitwise_or", "bitwise_xor", "invert",
+    "bitwise_or", "bitwise_xor", "invert", "cbrt", "copysign", "heaviside",
 ]
 
 
@@ -491,6 +491,24 @@ fmax = _binary("fmax", vjp_fmax_x, vjp_fmax_y,
                convention="ties split the gradient 0.5 / 0.5; NaN passes it to the other")
 fmin = _binary("fmin", vjp_fmin_x, vjp_fmin_y,
                convention="ties split the gradient 0.5 / 0.5; NaN passes it to the other")
+
+
+def vjp_cbrt(g, out, x):
+    return divide(g, multiply(3.0, square(out)))
+
+
+def vjp_copysign_x(g, out, x, y):
+    # |x| with y's sign: d/dx is sign(x) times y's sign (its own sign for -0.0); 0 at x == 0
+    return multiply(g, multiply(sign(x), copysign(1.0, y)))
+
+
+cbrt = _unary("cbrt", vjp_cbrt, reads_inputs=False, reads_out=True,
+              convention="cbrt'(0) = inf", dtype="float")
+copysign = _binary("copysign", vjp_copysign_x, None, nondiff=(1,),
+                   convention="d/dx = sign(x) * sign of y (0 at x == 0); d/dy = 0 (y gives "
+                   "only a sign)")
+heaviside = _binary("heaviside", None, None, zero_grad=True,
+                    convention="zero gradient everywhere (piecewise constant)")
 
 
 # ---- comparisons and logic: boolean outputs, no gradient ------------------------------------

@@ -145,6 +145,7 @@ _UFUNCS = {
     numpy.arctan2: E.arctan2, numpy.hypot: E.hypot, numpy.log2: E.log2, numpy.log10: E.log10,
     numpy.exp2: E.exp2, numpy.logaddexp: E.logaddexp, numpy.logaddexp2: E.logaddexp2,
     numpy.fabs: E.fabs, numpy.rint: E.rint, numpy.fmax: E.fmax, numpy.fmin: E.fmin,
+    numpy.cbrt: E.cbrt, numpy.copysign: E.copysign, numpy.heaviside: E.heaviside,
     numpy.isnan: E.isnan, numpy.isinf: E.isinf,
 }
 #: ufunc -> primitive, for `__array_ufunc__`

@@ -170,6 +170,13 @@ def f_two_argument_math(x, y):
                   np.logaddexp2(y, x) + np.fmax(x, y) * x + np.fmin(x, 0.1))
 
 
+def f_signs_and_roots(x, y):
+    """cbrt (an odd root: negative x too), copysign (|x| with y's sign: no gradient to y),
+    heaviside (piecewise constant)."""
+    return np.sum(np.cbrt(x) * y + np.copysign(x, y) ** 2 + np.copysign(x * y, -1.0) +
+                  np.heaviside(x, 0.5) * x)
+
+
 def f_angles(x):
     return np.sum(np.deg2rad(x) + np.radians(x) ** 2 + np.rad2deg(x) * x + np.degrees(x))
 
@@ -214,6 +221,7 @@ ELEMENTWISE = [
     # numpy arrays have no .relu(): the tape (on Tensors) is the reference
     (f_tensor_methods, [D34], 0, True, False),
     (f_more_math, [P34]), (f_two_argument_math, [D34, distinct(4) * 0.9], (0, 1)),
+    (f_signs_and_roots, [D34, distinct(4) * 0.9], (0, 1)),
     (f_angles, [X34]), (f_real_parts, [X34]), (f_copy_then_update, [X34]),
     # halfway between tenths: away from every jump of rint and round(x, 1)
     (f_rounding, [np.round(X34, 1) + 0.025]),

@@ -308,7 +308,7 @@ UNARY = [
     ("arctanh", np.arctanh, unit), ("log2", np.log2, pos), ("log10", np.log10, pos),
     ("exp2", np.exp2, real), ("sinc", np.sinc, real), ("fabs", np.fabs, nonzero),
     ("rint", np.rint, half_integers), ("round", np.round, half_integers),
-    ("copy", np.copy, real),
+    ("copy", np.copy, real), ("cbrt", np.cbrt, nonzero),
 ]
 for _p, _ref, _dom in UNARY:
     for _shape in ((), (3,), (2, 3)):
@@ -326,7 +326,9 @@ BINARY = [("add", np.add, real, real), ("subtract", np.subtract, real, real),
           ("floor_divide", np.floor_divide, half_integers, near_one),
           ("arctan2", np.arctan2, real, real), ("hypot", np.hypot, real, real),
           ("logaddexp", np.logaddexp, real, real), ("logaddexp2", np.logaddexp2, real, real),
-          ("fmax", np.fmax, real, real), ("fmin", np.fmin, real, real)]
+          ("fmax", np.fmax, real, real), ("fmin", np.fmin, real, real),
+          ("copysign", np.copysign, nonzero, nonzero),
+          ("heaviside", np.heaviside, nonzero, real)]
 for _p, _ref, _dx, _dy in BINARY:
     for _sx, _sy in BROADCAST_PAIRS:
         spec(_p, [A(_sx, _dx), A(_sy, _dy)], ref=_ref)
