@@ -249,20 +249,38 @@ def _source_changed(fn, code, lines: list, firstlineno: int) -> bool:
     # bound by an import: mark the names bound to modules as imported (compiling does not
     # run the import); the compiler asks the module's scope, so a local or a closure cell
     # of that name (`def make(np): def f(x): return np.sum(x)`) is called so too
+    # (which of them the module imports, rather than assigns, the text does not say: both
+    # readings are tried, with and without the local names)
     g = getattr(fn, "__globals__", {})
-    modules = sorted(n for n in code_names(code, local=True)
-                     if isinstance(g.get(n), types.ModuleType))
-    text = "\n" * (firstlineno - 1 - len(heads)) + \
-        "".join(lead[:k] + h + "\n" for k, h in enumerate(heads)) + "".join(lines) + \
-        ("\nimport " + ", ".join(f"_ as {n}" for n in modules) + "\n" if modules else "")
+    readings = []
+    for local in (False, True):
+        modules = sorted(n for n in code_names(code, local=local)
+                         if isinstance(g.get(n), types.ModuleType))
+        if modules not in readings:
+            readings.append(modules)
+    changed = None
+    for modules in readings:
+        text = "\n" * (firstlineno - 1 - len(heads)) + \
+            "".join(lead[:k] + h + "\n" for k, h in enumerate(heads)) + "".join(lines) + \
+            ("\nimport " + ", ".join(f"_ as {n}" for n in modules) + "\n" if modules else "")
+        verdict = _differs(text, code, scopes)
+        if verdict is None:
+            return False
+        changed = verdict if changed is None else changed and verdict
+    return changed
+
+
+def _differs(text: str, code, scopes) -> "bool | None":
+    """Does `text` (the function's text in its stand-in scopes) compile to other code than
+    `code`? None where it cannot be compiled or the scopes not found."""
     try:
         found = compile(text, code.co_filename, "exec", code.co_flags & _FUTURE_FLAGS, True)
     except (SyntaxError, ValueError):
-        return False
+        return None
     for _, scope in scopes:
         found = _inner(found, scope)
         if found is None:
-            return False
+            return None
     found = _inner(found, code.co_name)
     # the same first line too: else the text found at the function's line (or above it, where
     # lines were added) holds the function elsewhere

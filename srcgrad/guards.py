@@ -21,6 +21,7 @@ not guarded, only that `np` still names numpy.
 """
 from __future__ import annotations
 
+import array
 import enum
 import hashlib
 import math
@@ -237,8 +238,13 @@ class Reads:
             if isinstance(v, numpy.ndarray):  # read at every call: only its type is fixed
                 return ("type", t)
         if t in (list, tuple) and depth < _MAX_DEPTH:
-            if all(type(x) in _ATOMS and _zero_signs(x) is None for x in v):
-                return ("atoms", t, tuple(v), tuple(map(type, v)))
+            if all(type(x) in _ATOMS for x in v):
+                # (0.0 == -0.0: the signs of its zeros are compared too, where it has any)
+                zeros = tuple((i, z) for i, x in enumerate(v)
+                              if (z := _zero_signs(x)) is not None)
+                if zeros and all(type(x) is float for x in v):  # (their bits: one compare)
+                    zeros = ("bits", array.array("d", v).tobytes())
+                return ("atoms", t, tuple(v), tuple(map(type, v))) + ((zeros,) if zeros else ())
             return ("seq", t, tuple(self.snapshot(x, None if path is None else
                                                   path.child("item", i), depth + 1)
                                     for i, x in enumerate(v)))
@@ -365,9 +371,14 @@ def matches(v, snap) -> bool:
         return type(v) is type(snap[1]) and bool(v == snap[1]) and \
             _zero_signs(v) == _zero_signs(snap[1])
     if kind == "atoms":
-        _, t, values, kinds = snap
+        _, t, values, kinds = snap[:4]
         if type(v) is not t:
             return False
+        if len(snap) > 4:  # (its zeros' signs: see `snapshot`)
+            zeros = snap[4]
+            return tuple(v) == values and tuple(map(type, v)) == kinds and (
+                array.array("d", v).tobytes() == zeros[1] if zeros[0] == "bits" else
+                all(_zero_signs(v[i]) == z for i, z in zeros))
         if kinds is None:
             return frozenset(v) == values
         if isinstance(kinds, frozenset):  # (a set with a signed zero: see `snapshot`)

@@ -62,10 +62,14 @@ def _held(holder) -> list:
         return list(holder.values())
     if isinstance(holder, (tuple, list)):
         return list(holder)
-    if isinstance(holder, _LocalFunction):
-        return [*holder.defaults, *holder.kw_defaults]
+    if isinstance(holder, _LocalFunction):  # (and, once the function that made it has
+        # returned, what it reads from there: no name of that scope can be rebound now)
+        return [*holder.defaults, *holder.kw_defaults] + (
+            list(holder.lowerer.env.values()) if holder.lowerer.finished else [])
     if isinstance(holder, _LocalPartial):
-        return [holder.func, *holder.args, *holder.kwargs.values()]
+        return [holder.func, *holder.args, *holder.keywords.values()]
+    if isinstance(holder, _BoundMethod):
+        return [holder.obj]
     return []
 
 
@@ -83,7 +87,7 @@ def _all_held(holders):
 
 
 def _contains(container, v) -> bool:
-    return any(x is v or _contains(x, v) for x in _held(container))
+    return any(x is v for x in _all_held([container]))
 
 
 def _holding(lowerer, v) -> "str | None":
@@ -93,7 +97,7 @@ def _holding(lowerer, v) -> "str | None":
         for x in lw.env.values():
             if _contains(x, v):
                 return "an item of a list, tuple or dict" if isinstance(
-                    x, (tuple, list, dict)) else x.held_as
+                    x, (tuple, list, dict)) else getattr(x, "held_as", "a value that holds it")
     return None
 
 
@@ -108,6 +112,8 @@ def _containers(v):
 
 class _BoundMethod:
     """`x.sum` before it is called: an array method of a run-time value."""
+
+    held_as = "the array of a method taken from it (`s = a.sum`)"  # (see `_held`)
 
     def __init__(self, adapter, obj, name):
         self.adapter, self.obj, self.name = adapter, obj, name
@@ -125,7 +131,8 @@ class _LocalFunction:
 
     # how an error names it, and what it holds
     what = "a function defined in the function"
-    held_as = "a default value of a function defined in the function"
+    held_as = ("a default value of a function defined in the function (or a value it "
+               "reads from the function that made it, which has returned)")
 
     def __init__(self, node: ast.FunctionDef, lowerer: "Lowerer"):
         self.node, self.lowerer = node, lowerer
@@ -159,7 +166,7 @@ class _LocalPartial:
     held_as = "an argument bound by a functools.partial made in the function"
 
     def __init__(self, func, args, kwargs):
-        self.func, self.args, self.kwargs = func, tuple(args), dict(kwargs)
+        self.func, self.args, self.keywords = func, tuple(args), dict(kwargs)  # (as a partial's)
         self.__name__ = getattr(func, "__name__", "partial")
 
 
@@ -364,6 +371,10 @@ class Lowerer(Protocols):
         # the values of a tuple assignment not yet assigned (`y[0], y[1] = y[1], y[0]`:
         # while y[0] is written, the view y[0] taken for y[1] is held here)
         self.pending: tuple = ()
+        self.finished = False  # an inlined function's body has run (it returned)
+        # the name of `self` where the function is a bound method (its signature no longer
+        # names it: see `lower`)
+        self.self_name = None
         self.comprehension_scopes: list = []  # of the comprehensions being run (own_names)
         # ids of the calls of numpy's own Python functions that run as written (see `stmt`)
         self.as_written: set = set()
@@ -572,7 +583,13 @@ class Lowerer(Protocols):
                 return True
         if id(call) in self.as_written:
             return True  # (numpy's own code that srcgrad could not compile: see `stmt`)
-        return self.unknown_callee(self.peek(func))
+        f = self.peek(func)
+        if f is functools.partial:  # a partial of what srcgrad compiles, or run as written
+            first = self.peek(call.args[0]) if call.args and \
+                not isinstance(call.args[0], ast.Starred) else self.NOPE
+            return first is not self.NOPE and (
+                isinstance(first, type) or self.unknown_callee(first))
+        return self.unknown_callee(f)
 
     def _numpy_calls(self, node) -> list:
         """The calls in statement `node` of numpy's own Python functions, which srcgrad
@@ -1963,7 +1980,7 @@ class Lowerer(Protocols):
         if isinstance(f, _LocalFunction):
             return self.inline_local(f, args, kwargs, node)
         if isinstance(f, _LocalPartial):
-            return self.apply(f.func, [*f.args, *args], {**f.kwargs, **kwargs}, node)
+            return self.apply(f.func, [*f.args, *args], {**f.keywords, **kwargs}, node)
         if not hashable:
             raise self.error(f"a {type(f).__name__} is not callable here", node,
                              UnknownFunctionError)
@@ -2149,7 +2166,8 @@ class Lowerer(Protocols):
         if not args and not kwargs:
             cls = self.src.closure.get("__class__")
             params = self.src.tree.args.posonlyargs + self.src.tree.args.args
-            obj = self.env.get(params[0].arg) if params else None
+            first = self.self_name or (params[0].arg if params else None)
+            obj = self.env.get(first) if first is not None else None
             args = [cls, obj]
         if kwargs or len(args) != 2 or not isinstance(args[0], type) or \
                 isinstance(args[1], Var) or args[1] is None:
@@ -2170,10 +2188,21 @@ class Lowerer(Protocols):
         mro = reads.attr(klass, "__mro__", klass.__mro__)
         for i in range(mro.index(sup.cls) + 1, len(mro)):
             k = reads.item(mro, i, mro[i])
+            if name not in vars(k) and hasattr(k, name):
+                # a class passed over: guarded by what it inherits (a method it is given
+                # later, `B.f = ...`, is then what super() finds)
+                reads.attr(k, name, getattr(k, name))
             if name in vars(k):
                 value = reads.attr(k, name, vars(k)[name])
-                get = getattr(type(value), "__get__", None)
-                return value.__get__(obj, type(obj)) if get is not None else value
+                if isinstance(value, property) and value.fget is not None:
+                    return self.apply(value.fget, [obj], {}, node)  # compiled, as obj.p is
+                if isinstance(value, (types.FunctionType, classmethod, staticmethod)):
+                    return value.__get__(obj, type(obj))
+                if getattr(type(value), "__get__", None) is not None:
+                    raise self.error(f"super().{name} is a {type(value).__name__}, a "
+                                     "descriptor srcgrad does not compile", node,
+                                     UnsupportedSyntaxError)
+                return value
         raise self.error(f"super() has no attribute {name!r}", node, UnknownFunctionError)
 
     def call_sorted(self, f, args, kwargs, node):
@@ -2275,7 +2304,9 @@ class Lowerer(Protocols):
         # only at run time, it is recursion, which is refused
         key = (f.__code__, id(args[0])) if args and _compile_time_object(args[0]) \
             else f.__code__
-        if key != f.__code__ and f.__code__ in self.stack:
+        if (key != f.__code__ and f.__code__ in self.stack) or sum(
+                k is f.__code__ or (type(k) is tuple and k[0] is f.__code__)
+                for k in self.stack) >= _MAX_REENTRIES:
             raise self.error(f"recursive call to {f.__name__!r}: recursion is not supported "
                              "(rewrite it as a loop)", node, RecursiveCallError)
         self._check_recursion(key, f.__name__, node)
@@ -2331,6 +2362,7 @@ class Lowerer(Protocols):
             return r.value
         finally:
             self.b.loc, self.b.hint = saved
+            self.finished = True  # (its names: what the functions it made read, see `_held`)
         return None
 
 
@@ -2373,6 +2405,12 @@ def _numpy_python_function(f) -> bool:
         str(getattr(f, "__module__", "")).split(".")[0] == "numpy"
 
 
+#: standard-library modules whose Python functions (and methods) are side effects, never
+#: part of a computation: a call of one runs as written (`log.debug("%f", v)`)
+_AS_WRITTEN_MODULES = frozenset({"logging", "warnings", "pprint", "traceback", "pdb", "json",
+                                 "pickle", "csv", "io", "os", "shutil", "tempfile", "time"})
+
+
 def _lowerable(f) -> bool:
     """Does `Lowerer.apply` lower a call of `f` (rather than refuse it as unknown)? A
     call it does not is run as written (srcgrad.verbatim) when its statement allows."""
@@ -2381,6 +2419,10 @@ def _lowerable(f) -> bool:
         return True
     if lookup(f) is not None or f in _MATH or f in _STATIC_BUILTINS:
         return True
+    fn = getattr(f, "__func__", f)
+    if isinstance(fn, types.FunctionType) and str(getattr(fn, "__module__", "")).split(
+            ".")[0] in _AS_WRITTEN_MODULES:
+        return False  # logging's and the like: they run as written
     if isinstance(f, types.FunctionType):  # (srcgrad's own functions are not inlined)
         return not str(getattr(f, "__module__", "")).startswith(("srcgrad.", "runtime."))
     owner = getattr(f, "__self__", None)
@@ -2401,6 +2443,10 @@ def _is_transformed(f) -> bool:
     """A function srcgrad transformed (srcgrad.api.CompiledFunction): a call of it is no
     call of the Python function it wraps, so it is never inlined."""
     return getattr(type(f), "__srcgrad_transformed__", False)
+
+
+#: how many times one function may be inlined inside itself (for other objects)
+_MAX_REENTRIES = 32
 
 
 def _compile_time_object(v) -> bool:
@@ -2478,9 +2524,12 @@ def lower(fn, same=(), floats=(), trees=None, spec=None) -> tuple[Graph, Source,
     compile time (a guard in the generated code holds the call to them)."""
     src = parse_function(fn)
     a = src.tree.args
-    low = Lowerer(src, Builder(), {}, (fn.__code__,))
+    key = (fn.__code__, id(fn.__self__)) if isinstance(fn, types.MethodType) and \
+        _compile_time_object(fn.__self__) else fn.__code__  # (see `Lowerer.inline`)
+    low = Lowerer(src, Builder(), {}, (key,))
     if isinstance(fn, types.MethodType):  # `self` is the object, read like a global
         first = (a.posonlyargs + a.args)[0].arg
+        low.self_name = first
         low.env[first] = low.b.reads.root(Path(self_scope(fn), first), fn.__self__)
         a = copy.copy(a)
         a.posonlyargs, a.args = (a.posonlyargs[1:], a.args) if a.posonlyargs else \

@@ -346,8 +346,11 @@ def changes(node, peek) -> list:
                     add(a)
             dunder = fname in ("__setattr__", "__delattr__") and \
                 isinstance(n.func, ast.Attribute)  # `cfg.__setattr__("p", p)`
-            target = n.func.value if dunder else n.args[0] if n.args and callee in (
-                builtins.setattr, builtins.delattr) else None
+            unbound = dunder and isinstance(peek(n.func.value), type)  # `object.__setattr__(
+            if unbound:                                                # cfg, "p", p)`
+                dunder = False
+            target = n.func.value if dunder else n.args[0] if n.args and (unbound or callee in (
+                builtins.setattr, builtins.delattr)) else None
             if target is not None:  # `setattr(cfg, "p", p)`
                 rest = n.args if dunder else n.args[1:]
                 name = rest[0] if rest else None
@@ -364,18 +367,22 @@ def changes(node, peek) -> list:
                 for a in args:
                     if isinstance(a, (ast.Name, ast.Attribute, ast.Subscript)):
                         add(a)
-                if isinstance(callee, types.MethodType) and isinstance(
-                        n.func, ast.Attribute) and not isinstance(
-                        callee.__self__, (type, types.ModuleType)):
-                    add(n.func.value)  # `print(self.refresh())`: it may change `self`
-                elif not isinstance(callee, (types.FunctionType, types.MethodType, type)) \
-                        and _python_call(callee):
-                    add(n.func)  # an object's own `__call__` may change the object
-                for name in _globals_stored(callee):  # `global LR; LR *= 0.5` in it
-                    g = ast.Name(id=name, ctx=ast.Load())
-                    if peek(g) is not None and peek(g) is getattr(
-                            _function_of(callee), "__globals__", {}).get(name):
-                        add(g)
+                fn = _function_of(callee)
+                if fn is not None:  # a Python function of the user's: what it may change
+                    changes_self, names = _effects(fn, getattr(callee, "__self__", callee))
+                    if changes_self and isinstance(callee, types.MethodType) and \
+                            not isinstance(callee.__self__, (type, types.ModuleType)):
+                        # `print(self.refresh())`: it changes `self`; `r = m.refresh;
+                        # print(r())`: the object r is bound to
+                        add(n.func.value if isinstance(n.func, ast.Attribute) else
+                            ast.Attribute(value=n.func, attr="__self__", ctx=ast.Load()))
+                    elif changes_self and not isinstance(
+                            callee, (types.FunctionType, types.MethodType, type)):
+                        add(n.func)  # an object's own `__call__` changes the object
+                    for name, value in names.items():  # `global LR; LR *= 0.5`,
+                        g = ast.Name(id=name, ctx=ast.Load())  # `CFG["lr"] *= 0.5` in it
+                        if value is not ABSENT and peek(g) is value:
+                            add(g)
     if aliased:
         # a name the statement binds to what may be an array it reads (`for p in params:
         # p -= v`, `a = z.reshape(4)`) is changed in place: any array it reads may be
@@ -508,24 +515,81 @@ def _function_of(f):
     return f if isinstance(f, types.FunctionType) else None
 
 
-def _python_call(f) -> bool:
-    return _function_of(f) is not None
+#: instructions that change an object or a module's name (an item or an attribute stored
+#: or deleted: of the object the method is of, or of a value it reads)
+_CHANGING_OPS = frozenset({"STORE_ATTR", "DELETE_ATTR", "STORE_SUBSCR", "DELETE_SUBSCR",
+                           "STORE_SLICE", "STORE_GLOBAL", "DELETE_GLOBAL"})
 
 
-def _globals_stored(f) -> set:
-    """The module-level names a Python function (or a nested function of it) rebinds
-    (`global LR; LR *= 0.5`): a statement that calls it changes them."""
-    fn = _function_of(f)
-    if fn is None:
-        return set()
-    out, todo = set(), [fn.__code__]
+def _effects(fn, obj, depth: int = 0, seen=None) -> "tuple[bool, dict]":
+    """What calling Python function `fn` (a method of `obj`, or a function: `obj` is then
+    `fn`) may change, read from its bytecode and that of the functions and methods of
+    `obj` it calls, a few levels deep: (whether it may change an object it reaches,
+    taken for `obj` itself; name -> value of the module-level names and closure cells of
+    `fn` that it rebinds, or whose mutable values it reads where it changes something).
+    A function that stores nothing and calls no mutating method nor a function that does
+    changes nothing. Conservative: a call it cannot follow may change anything."""
+    seen = set() if seen is None else seen
+    if id(fn.__code__) in seen:
+        return False, {}
+    seen.add(id(fn.__code__))
+    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+    changes, loads, stored, calls, derefs = False, set(), set(), [], set()
+    todo = [fn.__code__]
     while todo:
         code = todo.pop()
         for ins in dis.get_instructions(code):
-            if ins.opname in ("STORE_GLOBAL", "DELETE_GLOBAL"):
-                out.add(ins.argval)
+            op, arg = ins.opname, ins.argval
+            if op in _CHANGING_OPS:
+                changes = True
+                if op in ("STORE_GLOBAL", "DELETE_GLOBAL"):
+                    stored.add(arg)
+            elif op in ("LOAD_METHOD", "LOAD_ATTR") and arg in MUTATING_METHODS:
+                changes = True
+            elif op == "LOAD_GLOBAL":
+                loads.add(arg)
+            elif op == "LOAD_DEREF" and code is fn.__code__ and arg in cells:
+                derefs.add(arg)
+            if op in ("LOAD_METHOD", "LOAD_ATTR", "LOAD_GLOBAL", "LOAD_DEREF"):
+                calls.append(arg)
         todo.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
-    return out
+    names = {n: fn.__globals__.get(n, ABSENT) for n in stored}
+
+    def cell(n):
+        try:
+            return cells[n].cell_contents
+        except ValueError:
+            return ABSENT
+
+    for name in calls:  # functions of its module and methods of its object it calls
+        target = cell(name) if name in derefs else fn.__globals__.get(name) \
+            if name in loads else getattr(type(obj), name, None) if obj is not fn else None
+        if isinstance(target, (types.FunctionType, types.MethodType)) or \
+                (target is not None and _function_of(target) is not None and
+                 not isinstance(target, type)):
+            inner = _function_of(target)
+            if inner is None or depth >= 4:
+                changes = True
+                continue
+            more, more_names = _effects(
+                inner, obj if name not in loads and name not in derefs else inner,
+                depth + 1, seen)
+            changes = changes or more
+            names.update(more_names)
+        elif callable(target) and not _known_module(target) and (name in loads or
+                                                                 name in derefs):
+            changes = True  # a callable of unknown effects (a C extension's)
+    if changes:  # what it reads from its module and its cells and could have changed
+        names.update((n, v) for n in loads
+                     if _mutable_value(v := fn.__globals__.get(n, None)))
+        names.update((n, v) for n in derefs if _mutable_value(v := cell(n)))
+    return changes, names
+
+
+def _mutable_value(v) -> bool:
+    return v is not None and not is_immutable(v) and not isinstance(
+        v, (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType,
+            types.MethodType, numpy.ufunc))
 
 
 def _known_module(f) -> bool:
@@ -748,10 +812,37 @@ _FRESH_METHODS = frozenset({"sum", "mean", "std", "var", "max", "min", "prod", "
                             "__len__"})
 
 
-def _kept(node) -> set:
+#: numpy's functions (besides its ufuncs) and builtins whose result is new memory, which
+#: holds none of their arguments
+_FRESH_FUNCTIONS = frozenset({
+    "median", "percentile", "quantile", "nanmedian", "nanpercentile", "nanquantile", "mean",
+    "average", "std", "var", "nanmean", "nanstd", "nanvar", "sum", "nansum", "prod", "max",
+    "min", "amax", "amin", "nanmax", "nanmin", "ptp", "unique", "sort", "argsort", "argmax",
+    "argmin", "cumsum", "cumprod", "histogram", "bincount", "count_nonzero", "any", "all",
+    "isclose", "allclose", "array_equal", "dot", "inner", "outer", "norm", "copy", "array",
+    "zeros_like", "ones_like", "empty_like", "full_like", "where", "concatenate", "stack",
+    "str", "repr", "float", "int", "bool", "len", "format", "round", "abs", "print"})
+
+
+def _fresh_call(call, peek) -> bool:
+    """Is the result of `call` new memory that holds none of its arguments (a numpy ufunc
+    or reduction, str(), float()...)? Not with `out=` (what it writes into is its result)."""
+    if any(k.arg in ("out", "copy") for k in call.keywords):  # (np.array(a, copy=False))
+        return False
+    f = peek(call.func) if peek is not None else None
+    if isinstance(f, numpy.ufunc):
+        return True
+    name = getattr(f, "__name__", None)
+    mod = str(getattr(f, "__module__", "") or "")
+    return name in _FRESH_FUNCTIONS and (mod.split(".")[0] == "numpy" or f is getattr(
+        builtins, name, None))
+
+
+def _kept(node, peek=None) -> set:
     """The names whose object statement `node` may keep in what it binds, or bind a view
     of: every name it reads but those read only as an operand of an operator (a new
-    array), the argument of len(), or the object of a method that makes a new array."""
+    array), an argument of a function whose result is new memory (np.median, str, len), or
+    the object of a method that makes a new array."""
     kept, parents = set(), {}
     for n in ast.walk(node):
         for c in ast.iter_child_nodes(n):
@@ -762,8 +853,7 @@ def _kept(node) -> set:
         p = parents.get(n)
         if isinstance(p, (ast.BinOp, ast.UnaryOp, ast.Compare)):
             continue
-        if isinstance(p, ast.Call) and isinstance(p.func, ast.Name) and \
-                p.func.id == "len" and p.args == [n]:
+        if isinstance(p, ast.Call) and p.func is not n and _fresh_call(p, peek):
             continue
         if isinstance(p, ast.Attribute) and p.attr in _FRESH_METHODS and \
                 isinstance(parents.get(p), ast.Call) and parents[p].func is p:
@@ -958,7 +1048,7 @@ def stage(low, node, why, hints=None, call=None):
         fixed.pop(name, None)
     outs = _outputs(low, writes, hints or {})
     if outs:  # what it binds may hold an array it read (`d = dict(k=a)`, a view of it):
-        kept = _kept(node)  # an update of that array in place changes it too
+        kept = _kept(node, low.peek)  # an update of that array in place changes it too
         for name, v in zip(names, ins):
             if name in kept and isinstance(v, Var) and v.kind == "array" and \
                     v.sclass != SCALAR:
@@ -1040,6 +1130,8 @@ def _step(obj, kind, key):
     if obj is ABSENT:
         return ABSENT
     try:
+        if kind == "attr" and key == "__self__" and isinstance(obj, types.MethodType):
+            return obj.__self__  # (the object a bound method is of: see `changes`)
         if kind == "attr":
             d = getattr(obj, "__dict__", None)
             return d[key] if isinstance(d, dict) and key in d else ABSENT

@@ -394,6 +394,7 @@ def test_command_line_forward_mode_and_hvp():
     assert "def hvp_energy(x, v):" in out.stdout
 
 
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")
 def test_where_with_an_unselected_branch_of_infinite_slope_as_readme_says():
     """README: the unselected branch gets a zero cotangent, and 0 * inf is nan (as in
     PyTorch and JAX); the safe spelling is finite, and right (finite differences)."""
