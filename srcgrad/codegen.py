@@ -758,6 +758,8 @@ def _python_numbers_pass(eqns, out, maybe, pushed):
     for e in eqns:
         # any Python object (made by a statement run as written, an item of *args...)
         out.update(o.id for o in e.outs if o.dclass[0] == "object")
+        if e.prim is FOR and isinstance(e.params.get("index"), Var):
+            out.add(e.params["index"].id)  # (range's: a Python int)
         out.update(_maybe_numbers(e, maybe, pushed))
         for b in e.blocks():
             _python_numbers_pass(b.eqns, out, maybe, pushed)

@@ -927,3 +927,30 @@ def test_vjp_jvp_and_jacobian_refuse_a_tuple_output():
         with pytest.raises(TypeError, match=r"returns a tuple is not supported"
                                             r"(.|\n)*specialize_user\.py"):
             call()
+
+
+def _index_weighted(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s + x[i] * x[i] * i  # the loop index, a Python int, in the product
+    return s
+
+
+def _index_weighted_scalar(k):
+    s = 0.0
+    for i in range(4):
+        s = s + k * k * i
+    return s
+
+
+def test_second_order_of_a_loop_that_multiplies_by_its_index():
+    """The adjoint loop's cotangent of `s` is a Python float there (1.0 times the index):
+    forward-over-reverse read its `.shape` and stopped with an AttributeError."""
+    x = np.array([0.3, -1.2, 0.7])
+    expected = np.diag(2.0 * np.arange(3.0))
+    np.testing.assert_allclose(srcgrad.hessian(_index_weighted, cache=False)(x), expected,
+                               atol=1e-12)
+    np.testing.assert_allclose(srcgrad.hvp(_index_weighted, cache=False)(x, np.ones(3)),
+                               expected @ np.ones(3), atol=1e-12)
+    np.testing.assert_allclose(
+        srcgrad.grad(srcgrad.grad(_index_weighted_scalar), cache=False)(0.7), 12.0)
