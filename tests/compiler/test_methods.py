@@ -12,6 +12,7 @@ import pytest
 
 import srcgrad
 from compiler_helpers import check_grad
+from modules_user import Linear, Scaled, Sequential, Tanh
 
 rng = np.random.default_rng(5)
 
@@ -212,44 +213,6 @@ def test_wrt_of_a_decorated_method_counts_self_first():
 
 # -- PyTorch-style modules: a base class's __call__ entered again for each submodule, and
 # super() in a method (both were refused: "recursive call", and super() run as written)
-
-class Module:
-    def __call__(self, x):
-        return self.forward(x)
-
-
-class Linear(Module):
-    def __init__(self, n, m):
-        self.W = rng.normal(size=(n, m)) * 0.5
-        self.b = np.zeros(m)
-
-    def forward(self, x):
-        return x @ self.W + self.b
-
-
-class Tanh(Module):
-    def forward(self, x):
-        return np.tanh(x)
-
-
-class Sequential(Module):
-    def __init__(self, *mods):
-        self.mods = list(mods)
-
-    def forward(self, x):
-        for m in self.mods:
-            x = m(x)
-        return x
-
-
-class Scaled(Linear):
-    def __init__(self, n, m, s):
-        super().__init__(n, m)
-        self.s = s
-
-    def forward(self, x):
-        return self.s * super().forward(x)
-
 
 NET = Sequential(Sequential(Linear(3, 4), Tanh()), Sequential(Scaled(4, 2, 1.5), Tanh()))
 

@@ -11,6 +11,7 @@ import pytest
 
 import srcgrad
 from compiler_helpers import finite_differences
+from modules_user import Linear, Sequential, SquaredNorm, Tanh
 
 X = np.array([0.3, -0.7, 1.1])
 rng = np.random.default_rng(3)
@@ -27,43 +28,6 @@ def refused(fn, match):
 
 
 # -- a model differentiated whole: the method is entered again for its submodules ---------
-
-class Module:
-    def __call__(self, x):
-        return self.forward(x)
-
-
-class Linear(Module):
-    def __init__(self, n, m):
-        self.W = rng.normal(size=(n, m))
-        self.b = np.zeros(m)
-
-    def forward(self, x):
-        return x @ self.W + self.b
-
-
-class Tanh(Module):
-    def forward(self, x):
-        return np.tanh(x)
-
-
-class Sequential(Module):
-    def __init__(self, *mods):
-        self.mods = list(mods)
-
-    def forward(self, x):
-        for m in self.mods:
-            x = m(x)
-        return x
-
-
-class SquaredNorm(Module):
-    def __init__(self, net):
-        self.net = net
-
-    def forward(self, x):
-        return np.sum(self.net(x) ** 2)
-
 
 def test_a_model_object_differentiated_whole():
     model = SquaredNorm(Sequential(Linear(3, 4), Tanh(), Sequential(Linear(4, 2), Tanh())))
