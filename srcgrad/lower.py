@@ -369,7 +369,8 @@ class Lowerer(Protocols):
         self.depth0 = len(getattr(builder, "_outer", []))
         self.probing = False  # see static_comprehension
         # the values of a tuple assignment not yet assigned (`y[0], y[1] = y[1], y[0]`:
-        # while y[0] is written, the view y[0] taken for y[1] is held here)
+        # while y[0] is written, the view y[0] taken for y[1] is held here): (list, start)
+        # pairs, the list's items from start on (a write may refresh them: `_refreshed`)
         self.pending: tuple = ()
         self.finished = False  # an inlined function's body has run (it returned)
         # the name of `self` where the function is a bound method (its signature no longer
@@ -900,19 +901,51 @@ class Lowerer(Protocols):
                 elif views and v is not new and isinstance(v, (Var, numpy.ndarray)) and \
                         self.b.may_view(v, root):
                     lw.env[n] = self._stale_view(n, name, text, node)
-        if views:  # a view held where no name can be made unreadable: refused (an element
-            # is a number, no view: `y[0], y[3] = y[3], y[0]` of a vector swaps)
-            held = [self.pending] + [v for lw in self.scopes() for v in lw.env.values()
-                                     if not isinstance(v, (Var, numpy.ndarray))]
+        if views:
+            # a view of root a tuple assignment is still to assign is read again from the
+            # new array, as numpy's view would show it (`_refreshed`)
+            for parts, start in self.pending:
+                for j in range(start, len(parts)):
+                    w = parts[j]
+                    if isinstance(w, Var) and w is not new and self.b.may_view(w, root):
+                        parts[j] = self._refreshed(w, root, new)
+            # a view held where no name can be made unreadable: refused (an element is a
+            # number, no view)
+            held = [p[s:] for p, s in self.pending] + [
+                v for lw in self.scopes() for v in lw.env.values()
+                if not isinstance(v, (Var, numpy.ndarray))]
             for w in _all_held(held):
                 if isinstance(w, (Var, numpy.ndarray)) and w is not root and w is not new \
                         and getattr(w, "sclass", None) != SCALAR and self.b.may_view(w, root):
                     raise self.error(
                         f"{text} writes into `{name}` while a view of it may be held in a "
-                        "tuple, list or dict, a partial or a default, or be assigned after "
-                        "it by the same statement (`y[0], y[1] = y[1], y[0]`): numpy would "
-                        "show the write through that view, srcgrad cannot; take copies "
-                        "first (`y[1].copy()`)", node, UnsupportedSyntaxError)
+                        "tuple, list or dict (`pair = (y[0], y[1])`), a partial or a "
+                        "default, or be assigned after it by the same statement: numpy "
+                        "would show the write through that view, srcgrad cannot; take "
+                        "copies first (`y[1].copy()`)", node, UnsupportedSyntaxError)
+
+    def _refreshed(self, w, root, new):
+        """`w`, taken as `root[idx]` before `root` was written (making `new`), as numpy
+        shows it now: a view reads the write (`new[idx]`), an element, a copy, does not.
+        With integer indexes only, which it is depends on root's dimensions: chosen when
+        the code runs (`where(root.ndim > len(idx), ...)`) where they are not known. `w`
+        itself where it was not made so (the write is then refused, see `rebind_changed`)."""
+        e = next((e for e in reversed(self.b.eqns) if e.outs and e.outs[0] is w), None)
+        if e is None or e.prim is not ops.getitem or e.ins[0] is not root or \
+                not ops.is_basic_index(e.ins[1] if not isinstance(e.ins[1], Var) else 0):
+            return w
+        idx = e.ins[1]
+        items = idx if isinstance(idx, tuple) else (idx,)
+        if isinstance(idx, Var) and not ((idx.kind == "meta" or idx.sclass == SCALAR) and
+                                         idx.dclass[0] in ("int", "i", "u")):
+            return w  # (a run-time index of unknown kind: an array, a tuple)
+        fresh = ops.getitem(new, idx)
+        if not all(isinstance(i, (int, numpy.integer, Var)) for i in items):
+            return fresh  # a slice, None or ...: always a view
+        view = ops.greater(ops.ndim(root), len(items))
+        if not isinstance(view, Var):
+            return fresh if view else w
+        return ops.where(view, fresh, w)
 
     def stale_folded(self, array, name, text, node):
         """After `text` changed what may be a view of `array`, an array srcgrad folded when
@@ -1461,9 +1494,9 @@ class Lowerer(Protocols):
                                      target)
             saved = self.pending
             try:
-                for k, (t, v) in enumerate(zip(target.elts, parts)):
-                    self.pending = saved + tuple(parts[k + 1:])
-                    self.assign(t, v)
+                for k, t in enumerate(target.elts):
+                    self.pending = saved + ((parts, k + 1),)
+                    self.assign(t, parts[k])  # (parts[k] as a write before it left it)
             finally:
                 self.pending = saved
         elif isinstance(target, ast.Subscript):
