@@ -812,16 +812,18 @@ _FRESH_METHODS = frozenset({"sum", "mean", "std", "var", "max", "min", "prod", "
                             "__len__"})
 
 
-#: numpy's functions (besides its ufuncs) and builtins whose result is new memory, which
-#: holds none of their arguments
+#: numpy's functions (besides its ufuncs) whose result is new memory, which holds none of
+#: their arguments; and builtins of that kind
 _FRESH_FUNCTIONS = frozenset({
     "median", "percentile", "quantile", "nanmedian", "nanpercentile", "nanquantile", "mean",
     "average", "std", "var", "nanmean", "nanstd", "nanvar", "sum", "nansum", "prod", "max",
     "min", "amax", "amin", "nanmax", "nanmin", "ptp", "unique", "sort", "argsort", "argmax",
     "argmin", "cumsum", "cumprod", "histogram", "bincount", "count_nonzero", "any", "all",
     "isclose", "allclose", "array_equal", "dot", "inner", "outer", "norm", "copy", "array",
-    "zeros_like", "ones_like", "empty_like", "full_like", "where", "concatenate", "stack",
-    "str", "repr", "float", "int", "bool", "len", "format", "round", "abs", "print"})
+    "zeros_like", "ones_like", "empty_like", "full_like", "where", "concatenate", "stack"})
+#: (not max, min or sorted: they return the items they are given)
+_FRESH_BUILTINS = frozenset({"str", "repr", "float", "int", "bool", "len", "format", "round",
+                             "abs", "print", "any", "all", "sum"})
 
 
 def _fresh_call(call, peek) -> bool:
@@ -834,8 +836,9 @@ def _fresh_call(call, peek) -> bool:
         return True
     name = getattr(f, "__name__", None)
     mod = str(getattr(f, "__module__", "") or "")
-    return name in _FRESH_FUNCTIONS and (mod.split(".")[0] == "numpy" or f is getattr(
-        builtins, name, None))
+    if name in _FRESH_BUILTINS and f is getattr(builtins, name, None):
+        return True
+    return name in _FRESH_FUNCTIONS and mod.split(".")[0] == "numpy"
 
 
 def _kept(node, peek=None) -> set:
