@@ -777,7 +777,8 @@ class Lowerer(Protocols):
                     seen.add(id(v))
                     for k, x in (v.items() if isinstance(v, dict) else enumerate(v)):
                         visit(x, f"{where}[{k!r}]")
-                elif isinstance(v, (_LocalFunction, _LocalPartial)) and id(v) not in seen:
+                elif isinstance(v, (_LocalFunction, _LocalPartial, _BoundMethod)) and \
+                        id(v) not in seen:
                     seen.add(id(v))
                     for x in _held(v):
                         visit(x, f"{v.held_as} ({where})")

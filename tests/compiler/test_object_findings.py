@@ -214,8 +214,16 @@ def _partial_of_a_method_then_update(x):
     return f(x)
 
 
+def _method_of_a_dict_item_then_update(x):
+    d = {"a": x * 2.0}
+    s = d["a"].dot
+    d["a"] += 1.0  # (an item's update in place: the method's array is that item)
+    return s(x)
+
+
 @pytest.mark.parametrize("fn", [_closure_then_write, _method_alias_then_update,
-                                _partial_of_a_method_then_update])
+                                _partial_of_a_method_then_update,
+                                _method_of_a_dict_item_then_update])
 def test_an_array_held_by_a_closure_or_a_bound_method_changed_in_place_is_refused(fn):
     refused(fn, "may share its memory")
 
