@@ -147,8 +147,7 @@ class _Super:
     """`super()` (or `super(C, obj)`) in the function being compiled: the attribute read
     from it is found and guarded by `Lowerer.super_attr`."""
 
-    what = "super()"
-    held_as = "super()"
+    what = "super()"  # (how an error names it)
 
     def __init__(self, cls, obj):
         self.cls, self.obj = cls, obj
