@@ -3,25 +3,31 @@
     python -m benchmarks.gpu [--out GPU.md] [--repeats 20]
 
 For poly, rosenbrock and chain at n = 1e7, the MLP at batch 4096 and the RNN at batch 1024
-it times, as ratios to the hand-written gradient run on cupy (one kernel per numpy call,
-numpy's own functions dispatching to cupy): srcgrad fused (elementwise runs as single
-kernels, the default on cupy), srcgrad unfused (fuse=False), PyTorch CUDA eager and
-`jax.jit(jax.grad)` when installed. It also reports the achieved memory bandwidth of the
-fused gradient (bytes of its inputs and outputs over its time, a lower bound on what the
-kernels move) against the device's copy bandwidth (a large device-to-device copy).
+it times, as ratios to the hand-written gradient run on cupy (the problem's hand-written
+numpy gradients with `np` bound to cupy, one kernel per call; the fastest of them is the
+reference): srcgrad fused (elementwise runs as single kernels, the default on cupy),
+srcgrad unfused (fuse=False), PyTorch CUDA eager and `jax.jit(jax.grad)` on the GPU, where
+installed. Every gradient is first checked against the reference (rtol 1e-6). It also
+reports the achieved memory bandwidth of the fused gradient (bytes of its inputs and
+outputs over its time, a lower bound on what the kernels move) against the device's copy
+bandwidth (a large device-to-device copy).
 
+A problem or peer that fails is reported in the table with its error, and the run goes on.
 Without a CUDA device it says so and exits 0: CI never has one.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
+import traceback
 
 import numpy as np
 
 import srcgrad
 
+from .impls import with_numpy
 from .problems import get
 
 GPU_SIZES = {
@@ -31,7 +37,7 @@ GPU_SIZES = {
     "mlp": {"batch": 4096, "d_in": 784, "d_hidden": 256, "d_out": 10},
     "rnn": {"T": 50, "batch": 1024, "d_in": 32, "d_hidden": 32},
 }
-BANDWIDTH_PROBLEMS = ("rosenbrock", "chain")
+BANDWIDTH_PROBLEMS = ("poly", "rosenbrock", "chain")
 
 
 def _cupy():
@@ -69,7 +75,23 @@ def _flat(x):
     return x if isinstance(x, tuple) else (x,)
 
 
-def run(repeats=20):
+def _check(cp, got, ref, what):
+    for a, b in zip(_flat(got), ref, strict=True):
+        np.testing.assert_allclose(cp.asnumpy(a), cp.asnumpy(b), rtol=1e-6, atol=1e-9,
+                                   err_msg=what)
+
+
+def _error(e) -> str:
+    return f"FAIL ({type(e).__name__}: {str(e).splitlines()[0][:80] if str(e) else ''})"
+
+
+def device_name(cp) -> str:
+    props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
+    name = props["name"]
+    return name.decode() if isinstance(name, bytes) else str(name)
+
+
+def run(repeats=20, names=None):
     cp = _cupy()
     if cp is None:
         print("benchmarks.gpu: no CUDA device here; nothing to measure")
@@ -77,78 +99,137 @@ def run(repeats=20):
     rows = []
     copy_bw = _copy_bandwidth(cp)
     for name, size in GPU_SIZES.items():
-        prob = get(name)
-        host = prob.module.make_inputs(np.random.default_rng(0), **size)
-        args = tuple(cp.asarray(a) if isinstance(a, np.ndarray) else a for a in host)
-        fused = srcgrad.grad(prob.loss, wrt=prob.wrt, cache=False)
-        unfused = srcgrad.grad(prob.loss, wrt=prob.wrt, cache=False, fuse=False)
-        ref = _flat(prob.grad_hand(*args))
-        for f in (fused, unfused):
-            for a, b in zip(_flat(f(*args)), ref):
-                np.testing.assert_allclose(cp.asnumpy(a), cp.asnumpy(b), rtol=1e-6, atol=1e-9)
-        t_hand = _time(cp, lambda: prob.grad_hand(*args), repeats)
-        row = {"problem": name, "hand": t_hand,
-               "fused": _time(cp, lambda: fused(*args), repeats) / t_hand,
-               "unfused": _time(cp, lambda: unfused(*args), repeats) / t_hand}
-        row.update(_peers(cp, prob, host, repeats, t_hand))
-        if name in BANDWIDTH_PROBLEMS:
-            outs = _flat(fused(*args))
-            moved = sum(a.nbytes for a in args if hasattr(a, "nbytes")) + \
-                sum(o.nbytes for o in outs)
-            row["bandwidth"] = moved / (row["fused"] * t_hand) / copy_bw
+        if names and name not in names:
+            continue
+        row = {"problem": name}
         rows.append(row)
+        try:
+            _problem_row(cp, get(name), size, repeats, row)
+        except Exception as e:  # say what failed, measure the rest
+            traceback.print_exc()
+            row["error"] = _error(e)
+        print(row, flush=True)
     return rows, copy_bw
 
 
-def _peers(cp, prob, host, repeats, t_hand):
+def _problem_row(cp, prob, size, repeats, row):
+    host = prob.module.make_inputs(np.random.default_rng(0), **size)
+    args = tuple(cp.asarray(a) if isinstance(a, np.ndarray) else a for a in host)
+    hands = {label: with_numpy(f, cp) for label, f in prob.hand_variants.items()}
+    ref = _flat(hands[""](*args))
+    t_hands = {}
+    for label, h in hands.items():
+        try:
+            _check(cp, h(*args), ref, f"hand-written {label}")
+            t_hands[label] = _time(cp, lambda h=h: h(*args), repeats)
+        except Exception as e:  # a variant numpy-only in some call: left out, said
+            row.setdefault("notes", []).append(f"hand ({label or 'default'}): {_error(e)}")
+    best = min(t_hands, key=t_hands.get)
+    t_hand = row["hand"] = t_hands[best]
+    row["hand_label"] = best
+    fused = srcgrad.grad(prob.loss, wrt=prob.wrt, cache=False)
+    unfused = srcgrad.grad(prob.loss, wrt=prob.wrt, cache=False, fuse=False)
+    for key, f in (("fused", fused), ("unfused", unfused)):
+        try:
+            _check(cp, f(*args), ref, key)
+            row[key] = _time(cp, lambda f=f: f(*args), repeats) / t_hand
+        except Exception as e:
+            traceback.print_exc()
+            row[key] = _error(e)
+    row.update(_peers(cp, prob, host, repeats, t_hand, ref))
+    if prob.name in BANDWIDTH_PROBLEMS and isinstance(row["fused"], float):
+        outs = _flat(fused(*args))
+        moved = sum(a.nbytes for a in args if hasattr(a, "nbytes")) + \
+            sum(o.nbytes for o in outs)
+        row["bandwidth"] = moved / (row["fused"] * t_hand) / copy_bw
+
+
+def _peers(cp, prob, host, repeats, t_hand, ref):
     out = {}
     try:
         import torch
 
-        if torch.cuda.is_available():
-            loss_t = prob.module.make_torch_loss(torch)
-            targs = [torch.tensor(a, device="cuda") if isinstance(a, np.ndarray) else a
-                     for a in host]
-            idx = prob.wrt_index
+        if not torch.cuda.is_available():
+            raise RuntimeError("no CUDA in torch")
+        loss_t = prob.module.make_torch_loss(torch)
+        targs = [torch.tensor(a, device="cuda") if isinstance(a, np.ndarray) else a
+                 for a in host]
+        idx = prob.wrt_index
 
-            def torch_grad():
-                leaves = [t.detach().requires_grad_(i in idx) if hasattr(t, "detach") else t
-                          for i, t in enumerate(targs)]
-                loss_t(*leaves).backward()
-                torch.cuda.synchronize()
+        def torch_grad():
+            leaves = [t.detach().requires_grad_(i in idx) if hasattr(t, "detach") else t
+                      for i, t in enumerate(targs)]
+            loss_t(*leaves).backward()
+            return tuple(leaves[i].grad for i in idx)
 
-            out["torch"] = _time(cp, torch_grad, repeats) / t_hand
+        _check(cp, tuple(cp.asarray(g) for g in torch_grad()), ref, "torch")
+        out["torch"] = _time(cp, lambda: (torch_grad(), torch.cuda.synchronize()),
+                             repeats) / t_hand
     except Exception as e:  # the peer is optional; say why it is missing
-        out["torch"] = f"n/a ({type(e).__name__})"
+        out["torch"] = f"n/a ({type(e).__name__}: {str(e)[:60]})"
+    try:
+        from .impls import jax_module
+
+        jax = jax_module()
+        import jax.numpy as jnp
+
+        gpus = [d for d in jax.devices() if d.platform == "gpu"]
+        if not gpus:
+            raise RuntimeError("no GPU in jax")
+        g = jax.jit(jax.grad(with_numpy(prob.loss, jnp), argnums=prob.wrt_index))
+        jargs = tuple(jax.device_put(a, gpus[0]) for a in host)
+        _check(cp, tuple(cp.asarray(np.asarray(v)) for v in g(*jargs)), ref, "jax")
+        out["jax"] = _time(cp, lambda: jax.block_until_ready(g(*jargs)), repeats) / t_hand
+    except Exception as e:
+        out["jax"] = f"n/a ({type(e).__name__}: {str(e)[:60]})"
     return out
 
 
-def report(rows, copy_bw) -> str:
-    lines = [f"device copy bandwidth: {copy_bw / 1e9:.0f} GB/s", "",
+def _ratio(v):
+    return f"{v:.2f}x" if isinstance(v, float) else (v or "n/a")
+
+
+def report(rows, copy_bw, device="") -> str:
+    lines = [f"device: {device}" if device else "",
+             f"device copy bandwidth: {copy_bw / 1e9:.0f} GB/s", "",
              "| problem | hand-written (cupy) | srcgrad fused | srcgrad unfused | PyTorch CUDA | "
-             "fused bandwidth / copy |", "|---|---:|---:|---:|---:|---:|"]
+             "JAX jit | fused bandwidth / copy |", "|---|---:|---:|---:|---:|---:|---:|"]
+    notes = []
     for r in rows:
-        torch = r.get("torch", "n/a")
-        torch = f"{torch:.2f}x" if isinstance(torch, float) else torch
+        if "error" in r:
+            lines.append(f"| {r['problem']} | {r['error']} | | | | | |")
+            continue
+        hand = f"{r['hand'] * 1e3:.2f} ms"
+        if r.get("hand_label"):
+            hand += f" ({r['hand_label']})"
         bw = f"{r['bandwidth']:.0%}" if "bandwidth" in r else ""
-        lines.append(f"| {r['problem']} | {r['hand'] * 1e3:.2f} ms | {r['fused']:.2f}x | "
-                     f"{r['unfused']:.2f}x | {torch} | {bw} |")
-    return "\n".join(lines)
+        lines.append(f"| {r['problem']} | {hand} | {_ratio(r.get('fused'))} | "
+                     f"{_ratio(r.get('unfused'))} | {_ratio(r.get('torch'))} | "
+                     f"{_ratio(r.get('jax'))} | {bw} |")
+        notes += [f"- {r['problem']}: {n}" for n in r.get("notes", [])]
+    return "\n".join(lines + ([""] + notes if notes else []))
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.gpu")
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--out", help="also write the Markdown table here")
+    ap.add_argument("problems", nargs="*", help="only these problems (default: all)")
     a = ap.parse_args(argv)
-    result = run(a.repeats)
+    # JAX takes most of the device's memory at its first use unless told not to
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    result = run(a.repeats, a.problems)
     if result is None:
         return 0
-    text = report(*result)
+    cp = _cupy()
+    text = report(*result, device=device_name(cp))
     print(text)
     if a.out:
         with open(a.out, "w") as f:
-            f.write("# srcgrad on the GPU\n\n" + text + "\n")
+            f.write("# srcgrad on the GPU\n\nGenerated by `python -m benchmarks.gpu`. "
+                    "Times are medians of device-synchronized calls, float64; ratios are "
+                    "to the fastest hand-written gradient run on cupy, in the same run.\n\n"
+                    + text + "\n")
     return 0
 
 
