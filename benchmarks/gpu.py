@@ -104,7 +104,7 @@ def run(repeats=20, names=None):
         row = {"problem": name}
         rows.append(row)
         try:
-            _problem_row(cp, get(name), size, repeats, row)
+            _problem_row(cp, get(name), size, repeats, row, copy_bw)
         except Exception as e:  # say what failed, measure the rest
             traceback.print_exc()
             row["error"] = _error(e)
@@ -112,7 +112,7 @@ def run(repeats=20, names=None):
     return rows, copy_bw
 
 
-def _problem_row(cp, prob, size, repeats, row):
+def _problem_row(cp, prob, size, repeats, row, copy_bw):
     host = prob.module.make_inputs(np.random.default_rng(0), **size)
     args = tuple(cp.asarray(a) if isinstance(a, np.ndarray) else a for a in host)
     hands = {label: with_numpy(f, cp) for label, f in prob.hand_variants.items()}

@@ -1,15 +1,32 @@
 """Array namespaces: numpy always, cupy or dask only when their arrays are actually passed.
 
 `get_xp(*arrays)` returns the namespace whose functions should run on the given arrays:
-numpy, cupy, or `runtime.dask_backend.NUMPY_ON_DASK` (numpy's API that keeps dask arrays
-lazy). cupy and dask are imported lazily, the first time one of their arrays is seen, so
-numpy users never pay for them.
+numpy, `runtime.cupy_backend.namespace()` (numpy's API on cupy arrays), or
+`runtime.dask_backend.NUMPY_ON_DASK` (numpy's API that keeps dask arrays lazy). cupy and
+dask are imported lazily, the first time one of their arrays is seen, so numpy users
+never pay for them.
 """
 from __future__ import annotations
 
+import contextvars
+
 import numpy
 
-__all__ = ["get_xp", "is_array", "numpy", "scatter_add", "writable_copy"]
+__all__ = ["get_xp", "is_array", "numpy", "run_on", "scatter_add", "writable_copy"]
+
+#: the namespace of the running compiled call's arrays (None: numpy), for arrays made from
+#: numbers alone (a cotangent that is still a Python number, spread to a shape)
+_DEFAULT: contextvars.ContextVar = contextvars.ContextVar("srcgrad_array_namespace",
+                                                          default=None)
+
+
+def run_on(xp, fn, args, kwargs):
+    """fn(*args, **kwargs) with `xp` the namespace of arrays made from numbers alone."""
+    token = _DEFAULT.set(xp)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        _DEFAULT.reset(token)
 
 
 def _is_cupy(a) -> bool:
@@ -22,19 +39,23 @@ def _is_dask(a) -> bool:
 
 def get_xp(*arrays):
     """The array namespace (numpy, cupy, or numpy's API on dask) for these arguments;
-    numpy for Python scalars. dask wins over numpy: a dask operand keeps the result lazy."""
+    for numbers alone, numpy, or the namespace of the compiled call that runs (`run_on`).
+    dask wins over numpy: a dask operand keeps the result lazy."""
+    host = False
     for a in arrays:
         if type(a) is numpy.ndarray:
+            host = True
             continue
         if _is_cupy(a):
-            import cupy
+            from .cupy_backend import namespace
 
-            return cupy
+            return namespace()
         if _is_dask(a):
             from .dask_backend import NUMPY_ON_DASK
 
             return NUMPY_ON_DASK
-    return numpy
+    xp = None if host else _DEFAULT.get()  # numbers alone: the running call's device
+    return numpy if xp is None else xp
 
 
 def writable_copy(x, v):
@@ -54,9 +75,14 @@ def scatter_add(z, idx, v):
     if isinstance(z, numpy.ndarray):
         numpy.add.at(z, idx, v)
     elif _is_cupy(z):
-        import cupyx
+        import cupy
 
-        cupyx.scatter_add(z, idx, v)
+        at = getattr(cupy.add, "at", None)  # (cupyx.scatter_add before cupy 13)
+        if at is None:
+            import cupyx
+
+            at = cupyx.scatter_add
+        at(z, idx, v)
     else:
         from .dask_backend import no_equivalent
 

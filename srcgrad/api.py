@@ -24,6 +24,9 @@ from typing import IO, Any, Callable, Sequence, Union, overload
 import numpy as np
 
 from runtime import ops
+from runtime import backend as _backend
+from runtime.cupy_backend import NumpyOnCupy, kernel as cupy_kernel, namespace as cupy_namespace
+from runtime.cupy_backend import to_device as cupy_to_device
 
 from . import cache as _cache
 from . import guards as _guards
@@ -754,14 +757,22 @@ class CompiledFunction:
             ns = _numba_module(f"srcgrad_generated_{meta['entry']}_"
                                f"{hashlib.sha256(path.encode()).hexdigest()[:20]}")
         code = self._code if module is None or module is self._module else None
-        _cache.exec_source(text, path, ns, code)
+        transform = None
+        if isinstance(xp, NumpyOnCupy) and meta["scopes"]:
+            # the user's module and closure arrays, read at each call, go to the device
+            def transform(tree):
+                return _scopes.wrap_reads(tree, meta["scopes"], "_srcgrad_to_device")
+
+            ns["_srcgrad_to_device"] = functools.partial(cupy_to_device, xp._cp)
+        _cache.exec_source(text, path, ns, code, transform)
         if meta.get("fallback"):  # a specialized variant: other calls go back through here
             ns[meta["fallback"]] = self._variants.miss
         if xp is not None:
-            ns[meta["numpy"]] = xp  # the same code, on the GPU
-            for key in [k for k in ns if k.endswith("_cuda") and k.startswith("_fused_")]:
-                ins, outs, body, name = ns[key]
-                ns[name] = xp.ElementwiseKernel(ins, outs, body, name)
+            ns[meta["numpy"]] = xp  # the same code, on the GPU (numpy's API on cupy)
+            if isinstance(xp, NumpyOnCupy):  # each fused region one kernel
+                for key in [k for k in ns if k.endswith("_cuda") and k.startswith("_fused_")]:
+                    name = ns[key][3]
+                    ns[name] = cupy_kernel(xp._cp, ns[name], ns[key])
         live = meta.get("_live", {})
         for name, desc in meta["scopes"].items():  # where user arrays are read from
             ns[name] = live[name] if name in live else _scopes.resolve(desc, self.fun)
@@ -793,7 +804,7 @@ class CompiledFunction:
         if self._impl is None:
             self._compile()
         if self._gpu is None:
-            self._gpu = self._bind(cp, self._fused_module() if self.fuse else None)
+            self._gpu = self._bind(cupy_namespace(cp), self._fused_module() if self.fuse else None)
         return self._gpu
 
     def _dask_impl(self, args, kwargs):
@@ -815,7 +826,9 @@ class CompiledFunction:
         """Call the generated function on these arguments (bound to cupy or dask first
         when they are cupy or dask arrays)."""
         if _CUPY_NAME in sys.modules:
-            impl = self._gpu_impl(args, kwargs) or impl
+            gpu = self._gpu_impl(args, kwargs)
+            if gpu is not None:  # (numbers turned into arrays go to the device too)
+                return _backend.run_on(cupy_namespace(sys.modules[_CUPY_NAME]), gpu, args, kwargs)
         if _DASK_NAME in sys.modules:
             lazy = self._dask_impl(args, kwargs)
             if lazy is not None:

@@ -38,6 +38,7 @@ or build: never read again by this one, whose keys differ), then the least recen
 """
 from __future__ import annotations
 
+import ast
 import hashlib
 import inspect
 import json
@@ -536,13 +537,14 @@ def info() -> dict:
     return out
 
 
-def exec_source(text: str, filename: str, namespace: dict, code=None) -> dict:
+def exec_source(text: str, filename: str, namespace: dict, code=None, transform=None) -> dict:
     """Execute generated source as if loaded from `filename` (tracebacks show its lines).
 
     `text` may be the module without the cache file's header lines (right after `store`):
     it is then compiled shifted down by those lines, so that line numbers in tracebacks
-    are the file's."""
-    if code is not None:  # verified bytecode of this very file
+    are the file's. `transform`, when given, rewrites the parsed module first (the
+    bytecode `code` is then not used)."""
+    if code is not None and transform is None:  # verified bytecode of this very file
         exec(code, namespace)
         return namespace
     if not os.path.exists(filename):
@@ -556,6 +558,6 @@ def exec_source(text: str, filename: str, namespace: dict, code=None) -> dict:
             on_disk = text
         if on_disk != text and on_disk.endswith(text):
             text = "\n" * on_disk[:-len(text)].count("\n") + text
-    code = compile(text, filename, "exec")
+    code = compile(text if transform is None else transform(ast.parse(text)), filename, "exec")
     exec(code, namespace)
     return namespace

@@ -12,9 +12,10 @@ from the disk cache in another process binds the same namespaces (`resolve`).
 """
 from __future__ import annotations
 
+import ast
 import sys
 
-__all__ = ["Scope", "Path", "scope_of", "describe", "resolve"]
+__all__ = ["Scope", "Path", "scope_of", "describe", "resolve", "wrap_reads"]
 
 
 class Scope:
@@ -153,3 +154,26 @@ def resolve(desc, fun):
             return fn.__closure__[code.co_freevars.index(desc[1])]
         raise LookupError(f"{fn.__name__} has no closure variable {desc[1]!r}")
     raise LookupError(f"unknown namespace {desc!r}")
+
+
+def wrap_reads(tree: ast.Module, holders, wrapper: str) -> ast.Module:
+    """`tree` (a generated module) with every read through one of the module-level names
+    `holders` (`W_cell.cell_contents`, `model_globals['params']['W1']`) passed through
+    the function named `wrapper`: how a module bound to cupy moves the user's numpy
+    arrays to the device as it reads them. Line numbers are kept."""
+    holders = frozenset(holders)
+
+    class Wrap(ast.NodeTransformer):
+        def _read(self, node):
+            root = node
+            while isinstance(root, (ast.Attribute, ast.Subscript)):
+                root = root.value
+            if isinstance(node.ctx, ast.Load) and isinstance(root, ast.Name) and \
+                    root.id in holders:
+                return ast.copy_location(
+                    ast.Call(ast.Name(wrapper, ast.Load()), [node], []), node)
+            return self.generic_visit(node)
+
+        visit_Attribute = visit_Subscript = _read
+
+    return ast.fix_missing_locations(Wrap().visit(tree))

@@ -140,7 +140,8 @@ def _tensordot_grad_a(g, a, b, axes=2):
     free_b = [i for i in range(nb) if i not in xb]
     # g has axes free_a + free_b; contract its free_b part with b's free axes
     g_axes = list(range(len(free_a), len(free_a) + len(free_b)))
-    r = xp.tensordot(g, b, axes=(g_axes, free_b))  # axes: free_a + xb (in b's order)
+    # (axes as tuples: cupy takes ((), ()) with a 0-d operand, as numpy does, not lists)
+    r = xp.tensordot(g, b, axes=(tuple(g_axes), tuple(free_b)))  # axes: free_a + xb
     # b's contracted axis j pairs with a's axis xa[xb.index(j)]
     order = free_a + [xa[xb.index(j)] for j in sorted(xb)]
     return xp.transpose(r, [order.index(i) for i in range(na)])
@@ -153,7 +154,7 @@ def _tensordot_grad_b(g, a, b, axes=2):
     free_a = [i for i in range(na) if i not in xa]
     free_b = [i for i in range(nb) if i not in xb]
     g_axes = list(range(len(free_a)))
-    r = xp.tensordot(a, g, axes=(free_a, g_axes))  # axes: xa (in a's order) + free_b
+    r = xp.tensordot(a, g, axes=(tuple(free_a), tuple(g_axes)))  # axes: xa + free_b
     # a's contracted axis j pairs with b's axis xb[xa.index(j)]
     order = [xb[xa.index(j)] for j in sorted(xa)] + free_b
     return xp.transpose(r, [order.index(i) for i in range(nb)])

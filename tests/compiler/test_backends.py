@@ -95,3 +95,125 @@ def test_numpy_programs_never_import_cupy():
                          cwd=__file__.rsplit("/tests/", 1)[0])
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+class StrictArray(FakeArray):
+    """Stands in for cupy.ndarray where cupy is stricter than numpy: a numpy array among
+    a ufunc's operands is refused (cupy raises 'Unsupported type numpy.ndarray')."""
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        out = kwargs.pop("out", None)
+        for a in inputs + (out or ()):
+            if type(a) is np.ndarray:
+                raise TypeError("Unsupported type <class 'numpy.ndarray'>")
+        host = [a.view(np.ndarray) if isinstance(a, np.ndarray) else a for a in inputs]
+        if out is not None:
+            kwargs["out"] = tuple(o.view(np.ndarray) for o in out)
+        r = getattr(ufunc, method)(*host, **kwargs)
+        if out is not None:
+            return out[0] if len(out) == 1 else out
+        if isinstance(r, tuple):
+            return tuple(np.asarray(x).view(StrictArray) for x in r)
+        return np.asarray(r).view(StrictArray)
+
+
+@pytest.fixture
+def strict_cupy(fake_cupy):
+    """The stand-in made as strict as cupy where cupy differs from numpy: its arrays
+    refuse numpy arrays as operands, broadcast_to and asarray make device arrays,
+    broadcast_to refuses a number, ufuncs of numbers alone return device arrays, a kernel
+    with no array input has no size, and a kernel's inputs must share one dtype."""
+    def asarray(x, dtype=None):
+        return np.asarray(x, dtype=dtype).view(StrictArray)
+
+    def broadcast_to(x, shape):
+        if not isinstance(x, StrictArray):
+            raise TypeError("Argument 'array' has incorrect type (expected cupy ndarray)")
+        return np.broadcast_to(x, shape).view(StrictArray)
+
+    def minimum(a, b):
+        return np.asarray(np.minimum(a, b)).view(StrictArray)  # 0-d: range() refuses it
+
+    def zeros(shape, dtype=float):
+        return np.zeros(shape, dtype).view(StrictArray)
+
+    def ElementwiseKernel(in_params, out_params, body, name):
+        def run(*args):
+            if not any(isinstance(a, StrictArray) for a in args):
+                raise ValueError("Loop size is undecided.")
+            if len({a.dtype for a in args if isinstance(a, (np.ndarray, np.generic))}) > 1:
+                raise TypeError("Type is mismatched.")
+            raise RuntimeError("no GPU: this stand-in cannot run CUDA")
+        return run
+
+    fake_cupy.ndarray = StrictArray
+    fake_cupy.asarray, fake_cupy.broadcast_to, fake_cupy.minimum = asarray, broadcast_to, minimum
+    fake_cupy.zeros, fake_cupy.ElementwiseKernel = zeros, ElementwiseKernel
+    return fake_cupy
+
+
+def zip_rows(xs, ys):
+    total = 0.0
+    for a, b in zip(xs, ys):  # (the trip count: np.minimum of two ints)
+        total = total + np.dot(a, b) ** 2
+    return total
+
+
+def mean_of_sin(p):
+    return np.mean(np.sin(p))  # (its cotangent: np.broadcast_to of a number)
+
+
+def scaled_by_a_number(x, n):
+    k = 2.0 * n + 1.0  # a region of numbers alone
+    return np.sum(np.tanh(x)) * k
+
+
+W_HOST = np.linspace(-1.0, 1.0, 12).reshape(3, 4)
+
+
+def reads_a_module_array(x):
+    return np.sum(np.tanh(W_HOST @ x))  # (a numpy array read at each call)
+
+
+def running_product(x):
+    p = x[0]
+    for i in range(1, x.shape[0]):  # no step for one element: dp stays the number 1.0
+        p = p * x[i]
+    return p
+
+
+def half_float32(x):
+    return np.sum(np.sin(x)) * np.float64(0.5)  # a float64 cotangent beside float32 x
+
+
+def _device(args):
+    return tuple(a.view(StrictArray) if isinstance(a, np.ndarray) else a for a in args)
+
+
+@pytest.mark.parametrize("fn,args", [
+    (zip_rows, (np.ones((3, 2)), np.ones((4, 2)))),
+    (mean_of_sin, (np.linspace(0, 1, 5),)),
+    (scaled_by_a_number, (np.linspace(0, 1, 5), 3)),
+    (reads_a_module_array, (np.linspace(0, 1, 4),)),
+    (running_product, (np.array([1.5]),)),
+    (half_float32, (np.linspace(0, 1, 5, dtype=np.float32),)),
+], ids=["trip_count", "broadcast_number", "number_region", "module_array",
+        "number_spread_to_a_shape", "float64_cotangent"])
+def test_numbers_stay_numbers_and_data_goes_to_the_device(strict_cupy, fn, args):
+    """Generated code passes numbers and shapes to numpy's functions where cupy refuses
+    them or makes device arrays of them, reads the user's numpy arrays, spreads number
+    cotangents to shapes, and meets float64 numbers in float32 kernels
+    (runtime.cupy_backend): bound to cupy, numbers go to numpy and data to the device
+    (first found on a GPU: most of the corpus failed there)."""
+    g = srcgrad.grad(fn, wrt=0, cache=False, fuse=False)
+    want = g(*args)
+    got = g(*_device(args))
+    assert isinstance(got, StrictArray)
+    np.testing.assert_allclose(got.view(np.ndarray), want, rtol=1e-6)
+    fused = srcgrad.grad(fn, wrt=0, cache=False)
+    try:  # runs to the end, or to the first kernel over arrays (numbers run the reference)
+        got = fused(*_device(args))
+    except RuntimeError as e:
+        assert "no GPU" in str(e)
+    else:
+        np.testing.assert_allclose(got.view(np.ndarray), want, rtol=1e-6)
