@@ -137,6 +137,20 @@ def bench_latency(problem, mode):
     return d
 
 
+def gpu_section() -> list:
+    """BENCHMARKS.md's GPU section: the last table `python -m benchmarks.gpu` wrote on a
+    machine with a GPU (benchmarks/GPU.md), measured separately from the rest."""
+    from .gpu import DEFAULT_OUT
+
+    try:
+        with open(DEFAULT_OUT, encoding="utf-8") as f:
+            body = f.read().split("\n", 1)[1].strip()  # (without its title)
+    except (OSError, IndexError):
+        return []
+    return ["", "## GPU", "", "Measured separately, on a machine with a GPU (this run "
+            "measures none; benchmarks/GPU.md holds the last table):", "", body]
+
+
 def render(rows, lat, kinds, mode, argv, elapsed, start=None):
     h1, b1 = report.speed_table(rows, kinds)
     h2, b2 = report.latency_table(lat)
@@ -190,6 +204,7 @@ def render(rows, lat, kinds, mode, argv, elapsed, start=None):
     fails = report.failures(rows, lat)
     if fails:
         md += ["", "## Failures", ""] + [f"- {f}" for f in fails]
+    md += gpu_section()
     text = ["", report.text_table(h1, b1)]
     if lat:
         text += ["", report.text_table(h2, b2, 1)]

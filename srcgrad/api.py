@@ -179,6 +179,7 @@ class CompiledFunction:
         self._variants = None  # srcgrad.specialize.Variants, once compiled
         self._check = None  # whether what it read at compile time still holds
         self._gpu = None
+        self._gpu_found, self._gpu_seen = {}, {}  # cupy variants (by signature), calls seen
         self._dask = None  # the generated function bound to numpy's API on dask
         self._module = None
         self._code = None  # bytecode of the cached module, when the disk cache had it
@@ -219,7 +220,7 @@ class CompiledFunction:
         self._fast_useful = False
         self._reads = []
         if spec is not None:
-            fc, inputs, header, opt = self._build_one(spec=spec, jit=jit)
+            fc, inputs, header, opt = self._build_one(fused, spec=spec, jit=jit)
             code = emit_module(fc, inputs, header, jit=jit)
             meta = self._meta(code, bool(self._extra) or self._tree is not None)
             if jit is not None:  # what numba compiles
@@ -249,7 +250,7 @@ class CompiledFunction:
                 guards.setdefault(key, guard)
         guards = list(guards.values())
         return {"entry": code.entry, "numpy": code.numpy_name, "positional": positional,
-                "fallback": code.fallback,
+                "fallback": code.fallback, "ndarray": code.ndarray_name,
                 "scopes": {n: _scopes.describe(s, self.fun) for n, s in code.scopes.items()},
                 "ops": {n: _cache.op_fingerprint(op) for n, op in code.ops.items()},
                 "guards": None if any(r.by_identity for r in self._reads) else
@@ -327,7 +328,7 @@ class CompiledFunction:
         # (a variant's program as optimized, before fusion or blocking: its form on Python
         # floats is written from it where the signature holds numbers, srcgrad.scalars)
         numbers = (list(opt.eqns), opt.outputs[0]) if spec is not None and check is None \
-            else None
+            and not fused else None  # (not on a device: the numbers would come to the host)
         if jit is not None:
             from .jit import Unlike, large_form, unlike_numpy
 
@@ -749,8 +750,9 @@ class CompiledFunction:
         text = self._fused_module()[0]
         return _cache.source_of(text)
 
-    def _bind(self, xp, module=None):
-        """The generated function, with `np` bound to numpy (xp None) or to cupy."""
+    def _bind(self, xp, module=None, fallback=None):
+        """The generated function, with `np` bound to numpy (xp None) or to cupy; a
+        variant's guard falls back to `fallback` (by default `Variants.miss`)."""
         text, path, meta = module or self._module
         ns = {"__name__": f"srcgrad_generated.{meta['entry']}"}
         if "loops" in meta:  # numba's: its cache finds a function's module by name
@@ -766,10 +768,12 @@ class CompiledFunction:
             ns["_srcgrad_to_device"] = functools.partial(cupy_to_device, xp._cp)
         _cache.exec_source(text, path, ns, code, transform)
         if meta.get("fallback"):  # a specialized variant: other calls go back through here
-            ns[meta["fallback"]] = self._variants.miss
+            ns[meta["fallback"]] = self._variants.miss if fallback is None else fallback
         if xp is not None:
             ns[meta["numpy"]] = xp  # the same code, on the GPU (numpy's API on cupy)
             if isinstance(xp, NumpyOnCupy):  # each fused region one kernel
+                if meta.get("ndarray", "ndarray") in ns:  # a variant's guard: cupy arrays
+                    ns[meta.get("ndarray", "ndarray")] = xp._cp.ndarray
                 for key in [k for k in ns if k.endswith("_cuda") and k.startswith("_fused_")]:
                     name = ns[key][3]
                     ns[name] = cupy_kernel(xp._cp, ns[name], ns[key])
@@ -805,7 +809,39 @@ class CompiledFunction:
             self._compile()
         if self._gpu is None:
             self._gpu = self._bind(cupy_namespace(cp), self._fused_module() if self.fuse else None)
-        return self._gpu
+        if not self.fuse or self._variants is None:
+            return self._gpu
+        return self._gpu_variant(cp, args, kwargs)
+
+    def _gpu_variant(self, cp, args, kwargs):
+        """The variant specialized to these cupy arguments' shapes and dtypes, fused (each
+        elementwise run one kernel, with the `sum_to`s and broadcasts the shapes make
+        no-ops gone: fewer, larger kernels), as numpy calls get theirs (srcgrad.specialize):
+        built once a signature has been seen `HOT_CALLS` times, at most `MAX_VARIANTS`;
+        the general fused function otherwise."""
+        found, seen = self._gpu_found, self._gpu_seen
+        sig = _specialize.signature(self._call_values(args, kwargs), cp.ndarray)
+        if sig is None:
+            return self._gpu
+        impl = found.get(sig)
+        if impl is not None:
+            return impl
+        seen[sig] = n = seen.get(sig, 0) + 1
+        if n < _specialize.HOT_CALLS or len(found) >= _specialize.MAX_VARIANTS:
+            return self._gpu
+        try:
+            text, meta, _ = self._guarded_build(fused=True, spec=sig)
+            path = f"<srcgrad {meta['entry']} specialized for cupy {len(found) + 1}>"
+            impl = self._bind(cupy_namespace(cp), (text, path, meta), fallback=self._gpu)
+        except Exception as err:  # noqa: BLE001 (the general function is the answer)
+            warnings.warn(f"srcgrad could not specialize {self.fun.__qualname__!r} to its "
+                          f"cupy arguments' shapes ({type(err).__name__}: {err}); it runs "
+                          "the shape-polymorphic code. If the function runs without an error "
+                          "on these arguments, this is a bug in srcgrad; please report it",
+                          RuntimeWarning, stacklevel=5)
+            impl = self._gpu
+        found[sig] = impl
+        return impl
 
     def _dask_impl(self, args, kwargs):
         """The function bound to numpy's API on dask arrays (runtime.dask_backend) when a
@@ -964,6 +1000,7 @@ class CompiledFunction:
     def clear(self) -> None:
         """Forget the generated code (the next call compiles or loads it again)."""
         self._impl = self._gpu = self._dask = self._module = self._fused = self._check = None
+        self._gpu_found, self._gpu_seen = {}, {}  # cupy variants, by signature
         self._call = self._variants = self._code = None
         self._spec_sources = {}
         self._source = self._graph = None

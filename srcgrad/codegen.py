@@ -156,6 +156,7 @@ class ModuleCode:
         self.text, self.entry, self.numpy_name = text, entry, numpy_name
         self.scopes, self.ops = scopes, ops
         self.fallback = fallback  # a specialized variant's: where the general function goes
+        self.ndarray_name = "ndarray"  # (a variant's guard: the array type it tests)
         self.loops: dict = {}  # jit: loop function -> (ndim, dtype) of each parameter
 
 
@@ -2705,6 +2706,7 @@ def _emit_planned(fc, inputs, header, ops, clashes, jit=None):
                       ["", ""] + body) + "\n"
     code = ModuleCode(text, fc.module_name, mod.alias.get("np", "np"), scopes, bound_ops,
                       mod.fallback)
+    code.ndarray_name = mod.alias.get("ndarray", "ndarray")
     code.loops = mod.loop_types
     code.out_types = getattr(mod, "out_types", [])
     code.read_types = getattr(mod, "read_types", [])

@@ -15,8 +15,9 @@ looked at (a function called with ever new shapes pays nothing for this).
 
 A signature (`signature`) is one entry per graph input: `(shape, dtype)` for a numpy
 array (exactly `numpy.ndarray`, not a subclass), the type for a Python float, int or
-bool, `type(None)` for None. Any other argument (a list, an object, a cupy or dask
-array) gives None: that call is not specialized. The guard the generated code tests
+bool, `type(None)` for None. Any other argument (a list, an object, a dask array) gives
+None: that call is not specialized. Calls on cupy arrays get variants of their own, the
+same with `cupy.ndarray` for the array type, fused into kernels (`api._gpu_variant`). The guard the generated code tests
 (`codegen._spec_guard`) is the same test, written out.
 """
 from __future__ import annotations
@@ -37,13 +38,14 @@ GIVE_UP = 64
 _SCALARS = (float, int, bool, type(None))
 
 
-def signature(values) -> "tuple | None":
+def signature(values, array_type=numpy.ndarray) -> "tuple | None":
     """What a variant for these argument values is specialized to, or None when one of
-    them is not a numpy array, a Python number or None."""
+    them is not an array (of `array_type`: numpy's, or cupy's for the variants of calls
+    on cupy arrays), a Python number or None."""
     sig = []
     for a in values:
         t = type(a)
-        if t is numpy.ndarray:
+        if t is array_type:
             if a.dtype.kind not in "fiub" or a.dtype.hasobject:
                 return None
             sig.append((a.shape, a.dtype))

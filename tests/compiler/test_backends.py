@@ -138,6 +138,8 @@ def strict_cupy(fake_cupy):
         return np.zeros(shape, dtype).view(StrictArray)
 
     def ElementwiseKernel(in_params, out_params, body, name):
+        fake_cupy.kernels.append((in_params, out_params, body, name))
+
         def run(*args):
             if not any(isinstance(a, StrictArray) for a in args):
                 raise ValueError("Loop size is undecided.")
@@ -217,3 +219,35 @@ def test_numbers_stay_numbers_and_data_goes_to_the_device(strict_cupy, fn, args)
         assert "no GPU" in str(e)
     else:
         np.testing.assert_allclose(got.view(np.ndarray), want, rtol=1e-6)
+
+
+def matvec(W, x):
+    return np.sum(W @ x)
+
+
+def poly(x, y):
+    return np.sum(np.log(3 * x ** 2 + 5 * x * y))
+
+
+def test_calls_on_cupy_arrays_get_fused_variants(strict_cupy):
+    """Calls on cupy arrays with one signature get, after HOT_CALLS of them, a variant
+    specialized to it and fused (api._gpu_variant): poly's forward and backward, split
+    into three kernels by the shape-polymorphic code's sum_tos, become one kernel."""
+    W, x = np.linspace(0, 1, 12).reshape(3, 4), np.linspace(-1, 1, 4)
+    g = srcgrad.grad(matvec, wrt=(0, 1), cache=False)
+    want = g(W, x)
+    for _ in range(srcgrad.specialize.HOT_CALLS + 1):
+        got = g(*_device((W, x)))
+    assert len(g._gpu_found) == 1 and next(iter(g._gpu_found.values())) is not g._gpu
+    for a, b in zip(got, want):  # (the stand-in's np.outer gives a numpy array)
+        np.testing.assert_allclose(np.asarray(a), b, rtol=1e-12)
+
+    h = srcgrad.grad(poly, wrt=(0, 1), cache=False)
+    x, y = np.linspace(1, 2, 5), np.linspace(2, 3, 5)
+    for n in range(srcgrad.specialize.HOT_CALLS):
+        with pytest.raises(RuntimeError, match="no GPU"):
+            h(*_device((x, y)))
+        if n == 0:
+            assert len(strict_cupy.kernels) == 3  # the general code's kernels
+    assert len(strict_cupy.kernels) == 4  # and the variant's one
+    assert "v_dx" in strict_cupy.kernels[-1][1] and "v_dy" in strict_cupy.kernels[-1][1]

@@ -97,6 +97,25 @@ def test_random_programs_on_cupy_match_numpy(tmp_path_factory, program):
     for fuse in (True, False):
         g = srcgrad.grad(fn, wrt=program.wrt, cache=False, fuse=fuse)
         want = _host(g(*program.args))
-        got = _host(g(*_to_gpu(program.args)))
-        for a, b in zip(got, want):
-            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12, err_msg=program.source)
+        dev = _to_gpu(program.args)
+        # the general code, then (fused) the variant specialized to these arguments
+        for _ in range(srcgrad.specialize.HOT_CALLS + 1 if fuse else 1):
+            got = _host(g(*dev))
+            for a, b in zip(got, want):
+                np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12,
+                                           err_msg=program.source)
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in CASES])
+def test_corpus_variants_on_cupy_match_numpy(case):
+    """Called again and again with one signature, a cupy call runs the variant specialized
+    to its shapes and dtypes, fused (api._gpu_variant): it agrees with numpy too."""
+    g = srcgrad.grad(case.fn, wrt=case.wrt, cache=False)
+    rng = np.random.default_rng(sum(map(ord, case.id)) + 1)
+    args = case.inputs[0](rng)
+    want = _host(g(*args))
+    dev = _to_gpu(args)
+    for _ in range(srcgrad.specialize.HOT_CALLS + 1):
+        got = _host(g(*dev))
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
