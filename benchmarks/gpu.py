@@ -136,6 +136,8 @@ def _problem_row(cp, prob, size, repeats, row, copy_bw):
     unfused = srcgrad.grad(prob.loss, wrt=prob.wrt, cache=False, fuse=False)
     for key, f in (("fused", fused), ("unfused", unfused)):
         try:
+            for _ in range(srcgrad.specialize.HOT_CALLS + 1):  # (what repeated calls run:
+                f(*args)                                        # the specialized variant)
             _check(cp, f(*args), ref, key)
             row[key] = _time(cp, lambda f=f: f(*args), repeats) / t_hand
         except Exception as e:
