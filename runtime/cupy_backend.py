@@ -99,29 +99,38 @@ def kernel(cp, reference, spec):
     k = cp.ElementwiseKernel(ins, outs, body, name)
     nd = cp.ndarray
     typed = (nd, numpy.generic)
+    # the inputs of type T (the others are typed in the spec: a `bool` mask)
+    of_t = [i for i, p in enumerate(ins.split(",")) if p.split()[0] == "T"]
 
     def run(*args):
         dtype = None
-        for a in args:
+        for i in of_t:
+            a = args[i]
             if isinstance(a, typed):
                 if dtype is None:
                     dtype = a.dtype
                 elif a.dtype != dtype:  # one type T: numpy's promotion first
-                    return k(*_promoted(args, typed))
-        if dtype is None or not any(isinstance(a, nd) for a in args):
-            return reference(*args)
-        return k(*args)
+                    return run(*_promoted(args, of_t, typed))
+        for a in args:
+            if isinstance(a, nd):
+                return k(*args)
+        return reference(*args)
 
     run.__name__ = run.__qualname__ = name
     run.kernel = k
     return run
 
 
-def _promoted(args, typed):
-    dtype = numpy.result_type(*[a.dtype for a in args if isinstance(a, typed)])
-    return [a if not isinstance(a, typed) or a.dtype == dtype else
-            (dtype.type(a) if isinstance(a, numpy.generic) else a.astype(dtype))
-            for a in args]
+def _promoted(args, of_t, typed):
+    """`args` with the inputs of type T (positions `of_t`) in the dtype numpy's operations
+    on them compute in."""
+    dtype = numpy.result_type(*[args[i].dtype for i in of_t if isinstance(args[i], typed)])
+    out = list(args)
+    for i in of_t:
+        a = args[i]
+        if isinstance(a, typed) and a.dtype != dtype:
+            out[i] = dtype.type(a) if isinstance(a, numpy.generic) else a.astype(dtype)
+    return out
 
 
 def to_device(cp, v):

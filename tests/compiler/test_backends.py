@@ -143,11 +143,28 @@ def strict_cupy(fake_cupy):
         def run(*args):
             if not any(isinstance(a, StrictArray) for a in args):
                 raise ValueError("Loop size is undecided.")
-            if len({a.dtype for a in args if isinstance(a, (np.ndarray, np.generic))}) > 1:
+            types = [p.split()[0] for p in in_params.split(",")]
+            of_t = {a.dtype for t, a in zip(types, args)
+                    if t == "T" and isinstance(a, (np.ndarray, np.generic))}
+            if len(of_t) > 1 or any(
+                    t != "T" and isinstance(a, (np.ndarray, np.generic)) and a.dtype != t
+                    for t, a in zip(types, args)):
                 raise TypeError("Type is mismatched.")
             raise RuntimeError("no GPU: this stand-in cannot run CUDA")
         return run
 
+    def on_device(f):  # a function's arrays and numbers come back as device arrays
+        def call(*args, **kwargs):
+            r = f(*args, **kwargs)
+            if isinstance(r, (np.ndarray, np.generic)) and not isinstance(r, StrictArray):
+                return np.asarray(r).view(StrictArray)
+            return r
+        return call
+
+    for name in dir(np):
+        f = getattr(fake_cupy, name, None)
+        if callable(f) and not isinstance(f, (np.ufunc, type)) and not name.startswith("_"):
+            setattr(fake_cupy, name, on_device(f))
     fake_cupy.ndarray = StrictArray
     fake_cupy.asarray, fake_cupy.broadcast_to, fake_cupy.minimum = asarray, broadcast_to, minimum
     fake_cupy.zeros, fake_cupy.ElementwiseKernel = zeros, ElementwiseKernel
@@ -188,6 +205,10 @@ def half_float32(x):
     return np.sum(np.sin(x)) * np.float64(0.5)  # a float64 cotangent beside float32 x
 
 
+def shifted_exp(x):
+    return np.sum(np.exp(x - np.max(x))) * np.float64(0.5)  # a bool mask in a kernel
+
+
 def _device(args):
     return tuple(a.view(StrictArray) if isinstance(a, np.ndarray) else a for a in args)
 
@@ -199,8 +220,9 @@ def _device(args):
     (reads_a_module_array, (np.linspace(0, 1, 4),)),
     (running_product, (np.array([1.5]),)),
     (half_float32, (np.linspace(0, 1, 5, dtype=np.float32),)),
+    (shifted_exp, (np.linspace(0, 1, 5, dtype=np.float32),)),
 ], ids=["trip_count", "broadcast_number", "number_region", "module_array",
-        "number_spread_to_a_shape", "float64_cotangent"])
+        "number_spread_to_a_shape", "float64_cotangent", "mask_and_float64"])
 def test_numbers_stay_numbers_and_data_goes_to_the_device(strict_cupy, fn, args):
     """Generated code passes numbers and shapes to numpy's functions where cupy refuses
     them or makes device arrays of them, reads the user's numpy arrays, spreads number
@@ -239,8 +261,9 @@ def test_calls_on_cupy_arrays_get_fused_variants(strict_cupy):
     for _ in range(srcgrad.specialize.HOT_CALLS + 1):
         got = g(*_device((W, x)))
     assert len(g._gpu_found) == 1 and next(iter(g._gpu_found.values())) is not g._gpu
-    for a, b in zip(got, want):  # (the stand-in's np.outer gives a numpy array)
-        np.testing.assert_allclose(np.asarray(a), b, rtol=1e-12)
+    for a, b in zip(got, want):
+        assert isinstance(a, StrictArray)
+        np.testing.assert_allclose(a.view(np.ndarray), b, rtol=1e-12)
 
     h = srcgrad.grad(poly, wrt=(0, 1), cache=False)
     x, y = np.linspace(1, 2, 5), np.linspace(2, 3, 5)
@@ -251,3 +274,28 @@ def test_calls_on_cupy_arrays_get_fused_variants(strict_cupy):
             assert len(strict_cupy.kernels) == 3  # the general code's kernels
     assert len(strict_cupy.kernels) == 4  # and the variant's one
     assert "v_dx" in strict_cupy.kernels[-1][1] and "v_dy" in strict_cupy.kernels[-1][1]
+
+
+def test_a_kernel_promotes_its_inputs_of_type_T_only(strict_cupy):
+    """A fused kernel's parameters of type T share one dtype: a float64 number beside
+    float32 arrays makes them float64 first (numpy's promotion), a parameter the spec
+    types itself (a bool mask) is left as it is; numbers alone run the reference."""
+    from runtime.cupy_backend import kernel
+
+    got = []
+
+    def ElementwiseKernel(in_params, out_params, body, name):
+        def run(*args):
+            got.append([getattr(a, "dtype", type(a)) for a in args])
+            return "ran"
+        return run
+
+    strict_cupy.ElementwiseKernel = ElementwiseKernel
+    k = kernel(strict_cupy, lambda *a: "reference",
+               ("T v_a, bool v_m, T v_b", "T v_o", "v_o = v_m ? v_a : v_b;", "k"))
+    a = np.ones(3, np.float32).view(StrictArray)
+    m = np.array([True, False, True]).view(StrictArray)
+    assert k(a, m, np.float64(2.0)) == "ran"
+    assert got[-1] == [np.float64, np.bool_, np.float64]
+    assert k(a, m, 2.0) == "ran" and got[-1] == [np.float32, np.bool_, float]
+    assert k(1.0, True, 2.0) == "reference"
