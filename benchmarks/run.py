@@ -147,8 +147,14 @@ def gpu_section() -> list:
             body = f.read().split("\n", 1)[1].strip()  # (without its title)
     except (OSError, IndexError):
         return []
+    from .gpu import GPU_SIZES
+    from .problems import get
+
+    sizes = ", ".join(f"{name} {get(name).module.describe(**size)}"
+                      for name, size in GPU_SIZES.items())
     return ["", "## GPU", "", "Measured separately, on a machine with a GPU (this run "
-            "measures none; benchmarks/GPU.md holds the last table):", "", body]
+            "measures none; benchmarks/GPU.md holds the last table), at the sizes "
+            f"{sizes}:", "", body]
 
 
 def render(rows, lat, kinds, mode, argv, elapsed, start=None):
