@@ -12,10 +12,12 @@ import contextvars
 
 import numpy
 
-__all__ = ["get_xp", "is_array", "numpy", "run_on", "scatter_add", "writable_copy"]
+__all__ = ["get_xp", "helpers_on", "is_array", "numpy", "run_on", "scatter_add",
+           "writable_copy"]
 
-#: the namespace of the running compiled call's arrays (None: numpy), for arrays made from
-#: numbers alone (a cotangent that is still a Python number, spread to a shape)
+#: the namespace of the arrays made from numbers alone (None: numpy), set while a helper of
+#: a generated module bound to cupy runs (`helpers_on`): a cotangent that is still a
+#: Python number, spread to a shape, goes to the device
 _DEFAULT: contextvars.ContextVar = contextvars.ContextVar("srcgrad_array_namespace",
                                                           default=None)
 
@@ -29,6 +31,30 @@ def run_on(xp, fn, args, kwargs):
         _DEFAULT.reset(token)
 
 
+def _on(xp, fn):
+    def call(*args, **kwargs):
+        return run_on(xp, fn, args, kwargs)
+
+    call.__name__ = call.__qualname__ = getattr(fn, "__name__", "helper")
+    call.__wrapped__ = fn
+    return call
+
+
+def helpers_on(xp, ns: dict) -> None:
+    """In the namespace `ns` of a generated module bound to `xp` (cupy's), the helpers
+    of pure primitives (`sum_to`, `scatter_add`, the matmul cotangents...) made to create
+    on `xp` the arrays they make from numbers alone (a cotangent that is still the number
+    1.0, spread to a shape). Only while one of them runs: the user's own code (a custom
+    primitive, a statement run as written) never sees `xp` as its default."""
+    from .ops.core import PRIMITIVES
+
+    pure = {id(p.impl) for p in PRIMITIVES.values()
+            if p.pure and not p.custom and p.impl is not None}
+    for name, value in list(ns.items()):
+        if callable(value) and id(value) in pure:
+            ns[name] = _on(xp, value)
+
+
 def _is_cupy(a) -> bool:
     return type(a).__module__.startswith("cupy")
 
@@ -39,7 +65,7 @@ def _is_dask(a) -> bool:
 
 def get_xp(*arrays):
     """The array namespace (numpy, cupy, or numpy's API on dask) for these arguments;
-    for numbers alone, numpy, or the namespace of the compiled call that runs (`run_on`).
+    for numbers alone, numpy, or the namespace set by `run_on` (`helpers_on`).
     dask wins over numpy: a dask operand keeps the result lazy."""
     host = False
     for a in arrays:
@@ -54,8 +80,7 @@ def get_xp(*arrays):
             from .dask_backend import NUMPY_ON_DASK
 
             return NUMPY_ON_DASK
-    xp = None if host else _DEFAULT.get()  # numbers alone: the running call's device
-    return numpy if xp is None else xp
+    return numpy if host else (_DEFAULT.get() or numpy)  # numbers alone: see `run_on`
 
 
 def writable_copy(x, v):

@@ -55,7 +55,8 @@ def _on_device(cp, r):
             return r[()]
         return cp.asarray(r)
     if isinstance(r, tuple):
-        return tuple(_on_device(cp, x) for x in r)
+        items = [_on_device(cp, x) for x in r]
+        return type(r)(*items) if hasattr(r, "_fields") else tuple(items)  # (namedtuples)
     return r
 
 
@@ -111,6 +112,10 @@ def kernel(cp, reference, spec):
                     dtype = a.dtype
                 elif a.dtype != dtype:  # one type T: numpy's promotion first
                     return run(*_promoted(args, of_t, typed))
+        if dtype is not None and dtype.kind not in "fc":
+            # (T an integer or bool type: CUDA's operators would compute in it where numpy
+            # gives floats, `n / 2`, `sin(n)`; numpy's own statements are right)
+            return reference(*args)
         for a in args:
             if isinstance(a, nd):
                 return k(*args)
@@ -139,8 +144,10 @@ def to_device(cp, v):
     array is seen), lists and tuples of them item by item."""
     if isinstance(v, numpy.ndarray):
         return cp.asarray(v)
-    if type(v) in (list, tuple):
-        return type(v)(to_device(cp, x) for x in v)
+    if type(v) in (list, tuple):  # (a new container only where an item moves: the
+        items = [to_device(cp, x) for x in v]  # user's own list is read, not copied)
+        if any(a is not b for a, b in zip(items, v)):
+            return type(v)(items)
     return v
 
 

@@ -179,7 +179,9 @@ class CompiledFunction:
         self._variants = None  # srcgrad.specialize.Variants, once compiled
         self._check = None  # whether what it read at compile time still holds
         self._gpu = None
-        self._gpu_found, self._gpu_seen = {}, {}  # cupy variants (by signature), calls seen
+        # cupy variants (by signature), calls seen per signature (None: given up), and
+        # calls that got none
+        self._gpu_found, self._gpu_seen, self._gpu_misses = {}, {}, 0
         self._dask = None  # the generated function bound to numpy's API on dask
         self._module = None
         self._code = None  # bytecode of the cached module, when the disk cache had it
@@ -621,7 +623,8 @@ class CompiledFunction:
             if impl is not None:
                 return impl
         try:
-            module = self._variant_module(sig)
+            with self._compile_lock:  # (a build shares state with a compile)
+                module = self._variant_module(sig)
             impl = self._bind(None, module)
         except Exception as err:  # noqa: BLE001 (the general function is the answer)
             warnings.warn(f"srcgrad could not specialize {self.fun.__qualname__!r} to its "
@@ -774,6 +777,7 @@ class CompiledFunction:
             if isinstance(xp, NumpyOnCupy):  # each fused region one kernel
                 if meta.get("ndarray", "ndarray") in ns:  # a variant's guard: cupy arrays
                     ns[meta.get("ndarray", "ndarray")] = xp._cp.ndarray
+                _backend.helpers_on(xp, ns)  # (a number cotangent spread: on the device)
                 for key in [k for k in ns if k.endswith("_cuda") and k.startswith("_fused_")]:
                     name = ns[key][3]
                     ns[name] = cupy_kernel(xp._cp, ns[name], ns[key])
@@ -819,29 +823,41 @@ class CompiledFunction:
         no-ops gone: fewer, larger kernels), as numpy calls get theirs (srcgrad.specialize):
         built once a signature has been seen `HOT_CALLS` times, at most `MAX_VARIANTS`;
         the general fused function otherwise."""
-        found, seen = self._gpu_found, self._gpu_seen
+        found, seen, general = self._gpu_found, self._gpu_seen, self._gpu
+        if seen is None:  # given up: GIVE_UP calls got no variant
+            return general
         sig = _specialize.signature(self._call_values(args, kwargs), cp.ndarray)
-        if sig is None:
-            return self._gpu
-        impl = found.get(sig)
+        impl = found.get(sig) if sig is not None else None
         if impl is not None:
             return impl
-        seen[sig] = n = seen.get(sig, 0) + 1
-        if n < _specialize.HOT_CALLS or len(found) >= _specialize.MAX_VARIANTS:
-            return self._gpu
-        try:
-            text, meta, _ = self._guarded_build(fused=True, spec=sig)
-            path = f"<srcgrad {meta['entry']} specialized for cupy {len(found) + 1}>"
-            impl = self._bind(cupy_namespace(cp), (text, path, meta), fallback=self._gpu)
-        except Exception as err:  # noqa: BLE001 (the general function is the answer)
-            warnings.warn(f"srcgrad could not specialize {self.fun.__qualname__!r} to its "
-                          f"cupy arguments' shapes ({type(err).__name__}: {err}); it runs "
-                          "the shape-polymorphic code. If the function runs without an error "
-                          "on these arguments, this is a bug in srcgrad; please report it",
-                          RuntimeWarning, stacklevel=5)
-            impl = self._gpu
-        found[sig] = impl
-        return impl
+        # (counted, and built, under the lock a compile takes: a build shares state with one)
+        with self._compile_lock:
+            if self._gpu is not general:  # compiled again meanwhile
+                return general
+            impl = found.get(sig)
+            if impl is not None:
+                return impl
+            n = 0
+            if sig is not None and len(found) < _specialize.MAX_VARIANTS:
+                seen[sig] = n = seen.get(sig, 0) + 1
+            if n < _specialize.HOT_CALLS:
+                self._gpu_misses += 1
+                if self._gpu_misses >= _specialize.GIVE_UP and not found:
+                    self._gpu_seen = None
+                return general
+            try:
+                text, meta, _ = self._guarded_build(fused=True, spec=sig)
+                path = f"<srcgrad {meta['entry']} specialized for cupy {len(found) + 1}>"
+                impl = self._bind(cupy_namespace(cp), (text, path, meta), fallback=general)
+            except Exception as err:  # noqa: BLE001 (the general function is the answer)
+                warnings.warn(f"srcgrad could not specialize {self.fun.__qualname__!r} to "
+                              f"its cupy arguments' shapes ({type(err).__name__}: {err}); it "
+                              "runs the shape-polymorphic code. If the function runs without "
+                              "an error on these arguments, this is a bug in srcgrad; please "
+                              "report it", RuntimeWarning, stacklevel=5)
+                impl = general
+            found[sig] = impl
+            return impl
 
     def _dask_impl(self, args, kwargs):
         """The function bound to numpy's API on dask arrays (runtime.dask_backend) when a
@@ -862,9 +878,7 @@ class CompiledFunction:
         """Call the generated function on these arguments (bound to cupy or dask first
         when they are cupy or dask arrays)."""
         if _CUPY_NAME in sys.modules:
-            gpu = self._gpu_impl(args, kwargs)
-            if gpu is not None:  # (numbers turned into arrays go to the device too)
-                return _backend.run_on(cupy_namespace(sys.modules[_CUPY_NAME]), gpu, args, kwargs)
+            impl = self._gpu_impl(args, kwargs) or impl
         if _DASK_NAME in sys.modules:
             lazy = self._dask_impl(args, kwargs)
             if lazy is not None:
@@ -1000,7 +1014,7 @@ class CompiledFunction:
     def clear(self) -> None:
         """Forget the generated code (the next call compiles or loads it again)."""
         self._impl = self._gpu = self._dask = self._module = self._fused = self._check = None
-        self._gpu_found, self._gpu_seen = {}, {}  # cupy variants, by signature
+        self._gpu_found, self._gpu_seen, self._gpu_misses = {}, {}, 0  # cupy variants
         self._call = self._variants = self._code = None
         self._spec_sources = {}
         self._source = self._graph = None
@@ -1215,8 +1229,10 @@ def _copy_stacks(eqns):
     from .ir import Eqn
 
     # a stack is a run-time list of saved values, neither meta nor an array
-    copy = Primitive("copy_list", list, differentiable=False, zero_grad=False, kind="stack",
-                     fresh=True, spell=lambda i, p, d: f"list({i[0]})")
+    # (a stack of a branch the forward pass did not take is None)
+    copy = Primitive("copy_list", lambda s: None if s is None else list(s),
+                     differentiable=False, zero_grad=False, kind="stack", fresh=True,
+                     spell=lambda i, p, d: f"None if {i[0]} is None else list({i[0]})")
 
     def inner(block_eqns):
         out = []

@@ -523,8 +523,10 @@ def _emit_function(fc: FunctionCode, namer: _Namer, em: _Emitter, inputs, indent
     em.carries = getattr(em, "carries", set())
     em.maybe_py = getattr(em, "maybe_py", set())
     em.maybe_py.update(v.id for v in inputs if v.id not in fc.floats)
+    # (what the pushes of a forward function saved: a pullback defined in it pops there)
+    em.pushed = getattr(em, "pushed", {})
     _collect(fc.eqns, em)
-    _python_numbers(fc.eqns, em.maybe_py)
+    _python_numbers(fc.eqns, em.maybe_py, em.pushed)
     em.floating = _floating_values(fc.eqns, getattr(em, "floating", set()) | fc.floats)
     extra = {v.id for v in fc.extra}
     for v in inputs:
@@ -739,15 +741,17 @@ def _collect(eqns, em):
             _collect(b.eqns, em)
 
 
-def _python_numbers(eqns, out: set):
+def _python_numbers(eqns, out: set, pushed: "dict | None" = None):
     """Ids of Vars that may hold a plain Python number at run time (a loop or branch
-    started from a constant, and arithmetic on such values only)."""
+    started from a constant, and arithmetic on such values only). `pushed` (tag -> which
+    pushed values may be numbers) is shared by the functions of one module: vjp's
+    pullback pops what its enclosing function pushed."""
     import numbers
 
     def maybe(v):
         return isinstance(v, numbers.Number) or (isinstance(v, Var) and v.id in out)
 
-    pushed: dict = {}
+    pushed = {} if pushed is None else pushed
 
     for _ in range(3):  # loops feed back: iterate a few times
         _python_numbers_pass(eqns, out, maybe, pushed)

@@ -97,6 +97,10 @@ def test_numpy_programs_never_import_cupy():
     assert out.stdout.strip() == "False"
 
 
+class NoGPU(RuntimeError):
+    """A kernel the stand-in was asked to run (after checking its inputs as cupy does)."""
+
+
 class StrictArray(FakeArray):
     """Stands in for cupy.ndarray where cupy is stricter than numpy: a numpy array among
     a ufunc's operands is refused (cupy raises 'Unsupported type numpy.ndarray')."""
@@ -150,7 +154,7 @@ def strict_cupy(fake_cupy):
                     t != "T" and isinstance(a, (np.ndarray, np.generic)) and a.dtype != t
                     for t, a in zip(types, args)):
                 raise TypeError("Type is mismatched.")
-            raise RuntimeError("no GPU: this stand-in cannot run CUDA")
+            raise NoGPU("no GPU: this stand-in cannot run CUDA")
         return run
 
     def on_device(f):  # a function's arrays and numbers come back as device arrays
@@ -299,3 +303,98 @@ def test_a_kernel_promotes_its_inputs_of_type_T_only(strict_cupy):
     assert got[-1] == [np.float64, np.bool_, np.float64]
     assert k(a, m, 2.0) == "ran" and got[-1] == [np.float32, np.bool_, float]
     assert k(1.0, True, 2.0) == "reference"
+    n = np.arange(3).view(StrictArray)  # T an integer type: `n / 2` would divide as ints
+    assert k(n, m, 2) == "reference" and k(n, m, np.int64(2)) == "reference"
+
+
+@pytest.fixture
+def device_cupy(strict_cupy, monkeypatch):
+    """The strict stand-in whose fused kernels, once their inputs pass cupy's checks, run
+    their numpy reference on the device arrays (what a kernel computes): whole programs
+    run through the cupy binding on this machine."""
+    real = srcgrad.api.cupy_kernel
+
+    def kernel(cp, reference, spec):
+        k = real(cp, reference, spec)
+
+        def run(*args):
+            try:
+                return k(*args)
+            except NoGPU:
+                return reference(*args)
+        return run
+
+    monkeypatch.setattr(srcgrad.api, "cupy_kernel", kernel)
+    return strict_cupy
+
+
+def _on_host(v):
+    if isinstance(v, (tuple, list)):
+        return type(v)(_on_host(x) for x in v)
+    return v.view(np.ndarray) if isinstance(v, StrictArray) else v
+
+
+@pytest.mark.parametrize("kind", ["grad", "vjp", "hvp"])
+def test_the_corpus_through_the_cupy_binding(device_cupy, kind):
+    """Every corpus program's grad (the general code, then the fused variant), vjp's
+    pullback and hvp, called with device arrays, agree with the numpy results (the
+    pullback and hvp once lost the device of a number cotangent: helpers_on)."""
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+    from test_corpus import CASES
+
+    failed = []
+    for case in CASES:
+        if case.xfail:
+            continue
+        args = case.inputs[0](np.random.default_rng(sum(map(ord, case.id))))
+        wrt = case.wrt if len(case.wrt) > 1 else case.wrt[0]
+        try:
+            if kind == "grad":
+                g = srcgrad.grad(case.fn, wrt=case.wrt, cache=False)
+                want = g(*args)
+                for _ in range(srcgrad.specialize.HOT_CALLS + 1):
+                    got = g(*_device(args))
+            elif kind == "vjp":
+                want = srcgrad.vjp(case.fn, *args, wrt=wrt)[1](1.0)
+                got = srcgrad.vjp(case.fn, *_device(args), wrt=wrt)[1](1.0)
+            else:
+                h = srcgrad.hvp(case.fn, wrt=case.wrt[0], cache=False)
+                v = np.ones_like(args[case.wrt[0]]) * 0.5
+                want, got = h(*args, v), h(*_device(args), *_device((v,)))
+            got, want = _on_host(got), want
+            for a, b in zip(got if isinstance(got, tuple) else (got,),
+                            want if isinstance(want, tuple) else (want,), strict=True):
+                np.testing.assert_allclose(np.asarray(a), b, rtol=1e-10, atol=1e-12)
+        except Exception as e:  # noqa: BLE001 (all of them listed)
+            failed.append(f"{case.id}: {type(e).__name__}: {str(e)[:200]}")
+    assert not failed, "\n".join(failed)
+
+
+def test_numpy_code_inside_a_cupy_call_stays_numpy(device_cupy, tmp_path, monkeypatch):
+    """A user's op that calls a numpy gradient while a gradient runs on cupy arrays: the
+    inner numpy call makes numpy arrays (no device default leaks into it)."""
+    (tmp_path / "leaky_user.py").write_text(
+        "import numpy as np\nimport srcgrad\n\n\n"
+        "def horner(x, coeffs):\n    y = 0.0\n    for c in coeffs:\n        y = y * x + c\n"
+        "    return np.sum(y)\n\n\n"
+        "g_host = srcgrad.grad(horner, wrt=(0, 1), cache=False)\nSEEN = []\n\n\n"
+        "@srcgrad.primitive\ndef host_helper(x):\n"
+        "    gx, gc = g_host(np.array([0.5]), np.array([1.0, 2.0, 3.0]))\n"
+        "    SEEN.append((type(gx), type(gc)))\n    return x * float(np.sum(gc))\n\n\n"
+        "@host_helper.defvjp\ndef _(g, out, x):\n    return g * 1.0\n\n\n"
+        "def outer(x):\n    return np.sum(host_helper(x))\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import leaky_user
+
+    g = srcgrad.grad(leaky_user.outer, cache=False)
+    g(*_device((np.ones(3),)))
+    assert leaky_user.SEEN and all(t == (np.ndarray, np.ndarray) for t in leaky_user.SEEN)
+
+
+def test_cupy_calls_with_ever_new_shapes_stop_counting(device_cupy):
+    """As numpy calls do (specialize.GIVE_UP): calls that got no variant stop being
+    counted, and their signatures are no longer looked at."""
+    g = srcgrad.grad(mean_of_sin, cache=False)
+    for n in range(1, srcgrad.specialize.GIVE_UP + 3):
+        g(*_device((np.linspace(0, 1, n),)))
+    assert g._gpu_seen is None and not g._gpu_found

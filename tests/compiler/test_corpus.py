@@ -483,6 +483,28 @@ def test_corpus_case(case):
         f">= {case.min_paths}; add inputs that take other branches or trip counts"
 
 
+@pytest.mark.parametrize("case", _params())
+def test_corpus_vjp_and_value_and_grad_agree_with_grad(case):
+    """vjp's pullback (called twice: it pops from copies of its stacks) and value_and_grad
+    give grad's gradients and f's value at every input of the corpus, through every
+    branch and trip count (a pullback whose forward pass skipped a loop in a branch
+    once crashed on the missing stack)."""
+    g = srcgrad.grad(case.fn, wrt=case.wrt, cache=False)
+    vg = srcgrad.value_and_grad(case.fn, wrt=case.wrt, cache=False)
+    rng = np.random.default_rng(sum(map(ord, case.id)) + 7)
+    for k, build in enumerate(case.inputs):
+        args = build(rng)
+        label = f"{case.id} input #{k}"
+        want = g(*args)
+        value, grads = vg(*args)
+        np.testing.assert_allclose(value, case.fn(*args), rtol=1e-12, err_msg=label)
+        out, pullback = srcgrad.vjp(case.fn, *args, wrt=case.wrt)
+        np.testing.assert_allclose(out, value, rtol=1e-12, err_msg=label)
+        for got in (grads, pullback(1.0), pullback(1.0)):
+            for a, b in zip(got, want, strict=True):
+                np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14, err_msg=label)
+
+
 @pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in CASES])
 def test_corpus_inputs_are_sound(case):
     """Independent of srcgrad (so also for its xfail'd cases): at every input the tape
