@@ -142,8 +142,22 @@ def check_program(program, directory, refusals=False):
         return None
     check_against_oracles(program, fn, got)
     check_specialized(g, fn, _copies(program.args), got)
+    check_vjp(program, fn, got)
     record_outcome(program, "checked")
     return g
+
+
+def check_vjp(program, fn, got):
+    """vjp's pullback (a second function, which pops what the forward function pushed),
+    called twice, gives grad's gradients."""
+    wrt = program.wrt if len(program.wrt) > 1 else program.wrt[0]
+    _, pullback = srcgrad.vjp(fn, *_copies(program.args), wrt=wrt)
+    for _ in range(2):
+        back = pullback(1.0)
+        back = back if isinstance(back, tuple) else (back,)
+        for k, (a, b) in enumerate(zip(back, got, strict=True)):
+            assert_close(a, b, 1e-9, 1e-12 * (1.0 + float(np.max(np.abs(b), initial=0.0))),
+                         f"vjp's pullback vs grad, result {k}\n{program.source}")
 
 
 # the number of programs follows the hypothesis profile (tests/conftest.py): 300 by
