@@ -25,22 +25,30 @@ SPELLINGS = {
     "sinh": "sinh({0})", "cosh": "cosh({0})", "arcsin": "asin({0})",
     "arccos": "acos({0})", "arctan": "atan({0})", "absolute": "fabs({0})",
     "floor": "floor({0})", "ceil": "ceil({0})", "trunc": "trunc({0})",
-    "floor_divide": "floor({0} / {1})", "remainder": "({0} - floor({0} / {1}) * {1})",
+    # (floor_divide and remainder have none: numpy takes them from the exact quotient,
+    # fmod's, where floor(x / y) rounds first: -3.7 // -0.1 is 36, not 37; cupy's own
+    # functions run them)
     "fmod": "fmod({0}, {1})",
-    "sign": "(T)(({0} > 0) - ({0} < 0))", "relu": "({0} > 0 ? {0} : (T)0)",
+    # NaN in, NaN out, as numpy's (a comparison with NaN is false)
+    "sign": "(isnan({0}) ? {0} : (T)(({0} > 0) - ({0} < 0)))",
+    "relu": "(({0} > 0 || isnan({0})) ? {0} : (T)0)",
     "sigmoid": "(T)1 / ((T)1 + exp(-{0}))",
     "softplus": "(({0} > 0 ? {0} : (T)0) + log1p(exp(-fabs({0}))))",
-    "maximum": "({0} > {1} ? {0} : ({0} < {1} ? {1} : {0}))",
-    "minimum": "({0} < {1} ? {0} : ({0} > {1} ? {1} : {0}))",
-    "where": "({0} ? {1} : {2})", "clip": "({0} < {1} ? {1} : ({0} > {2} ? {2} : {0}))",
+    "maximum": "(({0} > {1} || isnan({0})) ? {0} : (({0} < {1} || isnan({1})) ? {1} : {0}))",
+    "minimum": "(({0} < {1} || isnan({0})) ? {0} : (({0} > {1} || isnan({1})) ? {1} : {0}))",
+    # clip is numpy's minimum(maximum(x, lo), hi): hi where lo > hi, NaN from any operand
+    "where": "({0} ? {1} : {2})",
+    "clip": "((isnan({0}) || isnan({1}) || isnan({2})) ? {0} + {1} + {2} : ({1} > {2} ? {2} "
+            ": ({0} < {1} ? {1} : ({0} > {2} ? {2} : {0}))))",
     "less": "{0} < {1}", "less_equal": "{0} <= {1}", "greater": "{0} > {1}",
     "greater_equal": "{0} >= {1}", "equal": "{0} == {1}", "not_equal": "{0} != {1}",
     "logical_and": "{0} && {1}", "logical_or": "{0} || {1}", "logical_not": "!{0}",
-    "isfinite": "isfinite({0})",
+    "isfinite": "(isfinite({0}) != 0)",
     "arcsinh": "asinh({0})", "arccosh": "acosh({0})", "arctanh": "atanh({0})",
     "log2": "log2({0})", "log10": "log10({0})", "exp2": "exp2({0})", "fabs": "fabs({0})",
-    "rint": "rint({0})", "round": "rint({0})", "copy": "{0}", "isnan": "isnan({0})",
-    "isinf": "isinf({0})", "arctan2": "atan2({0}, {1})", "hypot": "hypot({0}, {1})",
+    "rint": "rint({0})", "round": "rint({0})", "copy": "{0}", "isnan": "(isnan({0}) != 0)",
+    "isinf": "(isinf({0}) != 0)",  # (C's may be -1 for -inf: a mask is 0 or 1)
+    "arctan2": "atan2({0}, {1})", "hypot": "hypot({0}, {1})",
     "fmax": "fmax({0}, {1})", "fmin": "fmin({0}, {1})", "cbrt": "cbrt({0})",
     "copysign": "copysign({0}, {1})",
     "heaviside": "(isnan({0}) ? {0} : ({0} < (T)0 ? (T)0 : ({0} > (T)0 ? (T)1 : {1})))",
