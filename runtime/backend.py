@@ -22,6 +22,18 @@ _DEFAULT: contextvars.ContextVar = contextvars.ContextVar("srcgrad_array_namespa
                                                           default=None)
 
 
+class Namespace:
+    """numpy's API over another array library (cupy's, dask's): each name is resolved by
+    the subclass's `_resolve` at its first use, then kept as an attribute."""
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        value = self._resolve(name)
+        setattr(self, name, value)  # resolved once
+        return value
+
+
 def run_on(xp, fn, args, kwargs):
     """fn(*args, **kwargs) with `xp` the namespace of arrays made from numbers alone."""
     token = _DEFAULT.set(xp)

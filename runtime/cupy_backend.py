@@ -28,6 +28,8 @@ import types
 
 import numpy
 
+from .backend import Namespace
+
 __all__ = ["namespace", "has_cupy", "kernel", "to_device"]
 
 #: numpy functions that make arrays as large as the data from shapes and numbers: on the
@@ -151,7 +153,7 @@ def to_device(cp, v):
     return v
 
 
-class NumpyOnCupy:
+class NumpyOnCupy(Namespace):
     """A namespace with numpy's names (see the module docstring for how each resolves)."""
 
     def __init__(self, cp, np_module=numpy, cp_module=None, prefix="numpy"):
@@ -159,13 +161,6 @@ class NumpyOnCupy:
         self._np = np_module
         self._cpm = cp if cp_module is None else cp_module  # its counterpart of np_module
         self._prefix = prefix
-
-    def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        value = self._resolve(name)
-        setattr(self, name, value)  # resolved once
-        return value
 
     def _resolve(self, name):
         cp, top = self._cp, self._np is numpy

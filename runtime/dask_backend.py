@@ -26,6 +26,8 @@ import types
 import numpy
 import dask.array as _da
 
+from .backend import Namespace
+
 __all__ = ["NUMPY_ON_DASK", "NoDaskEquivalent", "has_dask", "is_dask", "writable"]
 
 #: numpy functions that read only shapes and dtypes (safe on a lazy array)
@@ -170,18 +172,11 @@ def writable(x, like):
 _OVERRIDES = {"array": _array, "copy": _copy, **{n: _created(n) for n in CREATORS}}
 
 
-class NumpyOnDask:
+class NumpyOnDask(Namespace):
     """A namespace with numpy's names (see the module docstring for how each resolves)."""
 
     def __init__(self, np_module=numpy, da_module=_da, prefix="numpy"):
         self._np, self._dam, self._prefix = np_module, da_module, prefix
-
-    def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        value = self._resolve(name)
-        setattr(self, name, value)  # resolved once
-        return value
 
     def _resolve(self, name):
         if self._np is numpy and name in _OVERRIDES:
