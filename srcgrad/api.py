@@ -348,8 +348,8 @@ class CompiledFunction:
             from .fusion import fuse_graph, one_shape, shifted_sums
             from .jit import accept
 
-            if jit is not None and _steps_batched(opt.eqns):  # (a loop's sums: one
-                opt = optimize(opt, named=b.named)           # product after it)
+            if (jit is not None or spec is not None) and _steps_batched(opt.eqns):
+                opt = optimize(opt, named=b.named)  # (a loop's sums: one product after it)
 
             takes = one_shape if jit is None else functools.partial(
                 accept, python_body=jit.python_body)
