@@ -591,7 +591,8 @@ class CompiledFunction:
         else:
             from . import fusion as _fusion
 
-            opts.update(blocks=(_fusion.BLOCKED_MIN, _fusion.BLOCK))
+            opts.update(blocks=(_fusion.BLOCKED_MIN, _fusion.BLOCK, _fusion.BLOCK_MIN,
+                                _fusion.LIVE_ELEMENTS))
         key = None
         if self.use_disk_cache and _cache.cache_dir() is not None:
             key = _cache.cache_key(self.fun, opts)

@@ -35,8 +35,8 @@ import numpy
 from .ir import SCALAR, Block, Eqn, Var, iter_vars
 
 __all__ = ["FUSED", "fuse_graph", "one_shape", "cuda_expr", "loop_shape", "jit_dtype",
-           "BLOCKED_MIN", "BLOCK", "block_rows", "blockable", "block_regions", "shifted_sums",
-           "segments"]
+           "BLOCKED_MIN", "BLOCK", "BLOCK_MIN", "LIVE_ELEMENTS", "block_rows", "peak_live",
+           "blockable", "block_regions", "shifted_sums", "segments"]
 
 # one kernel for a region of elementwise equations, made after differentiation and
 # optimization (so no rule): any number of outputs, each a fresh array
@@ -183,12 +183,39 @@ def loop_shape(v) -> "tuple | None":
 BLOCKED_MIN = 1 << 17
 #: elements per block (whole rows of the region's shape, at least one)
 BLOCK = 1 << 15
+#: elements of all the block-sized arrays a region holds at once: a region holding many
+#: (a long chain's forward values and cotangents) takes smaller blocks, down to `BLOCK_MIN`
+#: elements, so that its temporaries take no more memory than a hand-written blocked
+#: gradient's (a short region keeps `BLOCK`: each block costs a call per statement)
+LIVE_ELEMENTS = 1 << 19
+BLOCK_MIN = 1 << 12
 
 
-def block_rows(shape: tuple) -> int:
-    """The rows of `shape` in one block: `BLOCK` elements, whole rows, at least one."""
+def block_rows(shape: tuple, live: int = 1) -> int:
+    """The rows of `shape` in one block: `BLOCK` elements, or fewer (a power of two, at
+    least `BLOCK_MIN`) where `live` arrays of a block are held at once; whole rows, at
+    least one."""
     row = int(numpy.prod(shape[1:]))
-    return max(1, BLOCK // max(row, 1))
+    size = BLOCK
+    while size > BLOCK_MIN and size * live > LIVE_ELEMENTS:
+        size //= 2
+    return max(1, size // max(row, 1))
+
+
+def peak_live(region: Block) -> int:
+    """The most block-sized arrays a region's statements hold at once: the values made and
+    not yet read for the last time, the region's results (kept to the end) included."""
+    last = {}
+    for i, e in enumerate(region.eqns):
+        for v in e.var_ins():
+            last[v.id] = i
+    keep = {v.id for v in iter_vars(region.outs)}
+    live, peak = set(), 0
+    for i, e in enumerate(region.eqns):
+        live.update(o.id for o in e.outs)
+        peak = max(peak, len(live))
+        live -= {v for v in list(live) if last.get(v, -1) <= i and v not in keep}
+    return peak
 
 
 def blockable(e, run) -> bool:
@@ -258,7 +285,7 @@ def block_regions(eqns: list, outputs) -> list:
     def mark(es):
         for e in es:
             if e.prim is FUSED and e.params.get("places") is None:
-                e.params["rows"] = block_rows(loop_shape(e.outs[0]))
+                e.params["rows"] = block_rows(loop_shape(e.outs[0]), peak_live(e.params["region"]))
             for b in e.blocks():
                 mark(b.eqns)
     mark(eqns)

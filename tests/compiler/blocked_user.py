@@ -62,3 +62,17 @@ def path_curvature(u):
     """A path of points in rows: its second differences, under a robust penalty."""
     d = u[2:] - 2.0 * u[1:-1] + u[:-2]
     return np.sum(np.log1p(d * d))
+
+
+def long_chain(x):
+    a = np.sin(x)
+    b = np.cos(x)
+    c = np.exp(a * b)
+    d = np.tanh(c) + a
+    e = np.sin(d * x)
+    f = np.log(e * e + 1.0) * b
+    g = np.tanh(f) + c
+    h = np.exp(0.5 * g) - d
+    k = np.sin(h) * e
+    m = np.tanh(k + e)
+    return np.sum(np.sqrt(m * m + 2.0) * a)

@@ -260,3 +260,29 @@ def test_random_programs_in_blocks(program_dir, program):
     differences, their variants in blocks of one row against the polymorphic code."""
     with blocks_of_one_row():
         P.check_program(program, program_dir)
+
+
+def test_a_region_holding_many_arrays_takes_smaller_blocks():
+    """A blocked region's block size follows the arrays it holds at once (fusion.peak_live):
+    a long chain's forward values and cotangents in blocks of fewer elements, so that its
+    temporaries stay within LIVE_ELEMENTS elements; a short region keeps BLOCK."""
+    import tracemalloc
+
+    x = RNG.uniform(-2, 2, 1 << 18)
+    g = srcgrad.grad(U.long_chain, cache=False)
+    src, got = variant(g, x)
+    (size,) = {int(n) for n in __import__("re").findall(r"# (\d+) elements at a time", src)}
+    assert fusion.BLOCK_MIN <= size < fusion.BLOCK, src
+    assert_same(got, srcgrad.grad(U.long_chain, specialize=False, cache=False)(x))
+    tracemalloc.start()
+    try:
+        g(x)
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        kept = g(x)
+        peak = tracemalloc.get_traced_memory()[1] - base - kept.nbytes
+    finally:
+        tracemalloc.stop()
+    assert peak <= 1.25 * fusion.LIVE_ELEMENTS * 8, peak
+    src = srcgrad.grad(U.softplus_energy, wrt=(0, 1), cache=False).specialized_source(x, x)
+    assert f"# {fusion.BLOCK} elements at a time" in src
