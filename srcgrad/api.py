@@ -1625,8 +1625,8 @@ class HessianFunction(HVPFunction):
             for p, j in enumerate(self.along):
                 x = full[j]
                 cols = []
-                e = numpy.zeros_like(x)
-                ef = e.reshape(-1)
+                e = numpy.zeros(x.shape, x.dtype)  # (C order: ef is a view of e; an x
+                ef = e.reshape(-1)                   # in Fortran order made ef a copy)
                 for k in range(x.size):
                     ef[k] = 1
                     vs = list(zeros)
@@ -1688,7 +1688,7 @@ class JacobianFunction(VJPFunction):
         out, pullback = super().__call__(*full)
         out = numpy.asarray(out)
         rows = []
-        e = numpy.zeros_like(out)
+        e = numpy.zeros(out.shape, out.dtype)  # (C order: ef is a view of e)
         ef = e.reshape(-1)
         for k in range(out.size):
             ef[k] = 1
@@ -1737,7 +1737,7 @@ class ForwardJacobianFunction(JVPFunction):
         impl = self._ready()
         zeros = [numpy.zeros_like(numpy.asarray(a, dtype=float)) for a in full]
         cols, out = [], None
-        e = numpy.zeros_like(x)
+        e = numpy.zeros(x.shape, x.dtype)  # (C order: ef is a view of e)
         ef = e.reshape(-1)
         for k in range(x.size):
             ef[k] = 1
@@ -1916,7 +1916,7 @@ class NestedGradFunction(CompiledFunction):
         x = full[self.levels[-1]]
         result = numpy.empty(x.shape, dtype=x.dtype)
         flat = result.reshape(-1)
-        basis = numpy.zeros_like(x)
+        basis = numpy.zeros(x.shape, x.dtype)  # (C order: bflat is a view of basis)
         bflat = basis.reshape(-1)
         for k in range(x.size):
             bflat[k] = 1

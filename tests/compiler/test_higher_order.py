@@ -265,6 +265,38 @@ def test_outer_grad_with_respect_to_an_array():
     close(got, fd_derivative(lambda ww: dx(x, ww), w), "d/dw (df/dx) vs finite differences")
 
 
+def tanh_of(X):
+    return np.tanh(X) * 2.0
+
+
+def cubes(X):
+    return np.sum(X ** 3 * np.arange(1.0, X.size + 1).reshape(X.shape))
+
+
+def doubled_transposed(X):
+    return (X * 2.0).T
+
+
+def test_derivative_matrices_of_arrays_in_fortran_order():
+    """jacobian (both modes), hessian and grad(grad) of arrays that are transposed views (or
+    return one) equal those of the same values in C order: their unit vectors are written
+    through a flat view, which a Fortran-ordered zeros_like made a copy (all zeros, no
+    error)."""
+    A = (np.arange(1.0, 7.0).reshape(3, 2) / 10).T  # a (2, 3) view in Fortran order
+    C = np.ascontiguousarray(A)
+    for f, mode in ((tanh_of, "rev"), (tanh_of, "fwd"), (doubled_transposed, "rev"),
+                    (doubled_transposed, "fwd")):
+        want = srcgrad.jacobian(f, mode=mode)(C)
+        assert np.abs(want).sum() > 0
+        close(srcgrad.jacobian(f, mode=mode)(A), want, f"jacobian {mode} of {f.__name__}")
+    want = srcgrad.hessian(cubes)(C)
+    assert np.abs(want).sum() > 0
+    close(srcgrad.hessian(cubes)(A), want, "hessian")
+    x = 0.4
+    gg = srcgrad.grad(srcgrad.grad(f_scalar_and_weights, wrt=0), wrt=1)
+    close(gg(x, np.asfortranarray(np.tile(A, (2, 1)))), gg(x, np.tile(C, (2, 1))), "grad(grad)")
+
+
 def test_nested_grad_needs_a_scalar_inner_gradient():
     with pytest.raises(TypeError, match="scalar"):
         srcgrad.grad(srcgrad.grad(f_sin))(np.array([0.1, 0.2]))
