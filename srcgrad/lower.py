@@ -1276,6 +1276,16 @@ class Lowerer(Protocols):
             carry = [Var(name, kind, *classes) for (name, kind), classes in zip(kinds, assumed)]
             params = {"carry": carry}
             body_env = self._loop_body(node, plan, carried, carry, has_break, params)
+            # a carry started as a Python int that an iteration makes data (`s = 0`, then
+            # `s += x[i] ** 2`) is data: the body is lowered again with it so
+            data = [(name, "array") if kind == "meta" and isinstance(n, Var) and
+                    n.kind == "array" else (name, kind)
+                    for (name, kind), n in zip(kinds, params["body"].outs)]
+            if data != kinds:
+                kinds = data
+                assumed = [_known_classes(v) if kind == "array" else (None, None)
+                           for v, (_, kind) in zip(inits, kinds)]
+                continue
             kept = [_kept_classes(a, n) for a, n in zip(assumed, params["body"].outs)]
             if kept == assumed:
                 break

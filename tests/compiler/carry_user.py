@@ -81,3 +81,18 @@ def from_an_argument(h0, X):
     for t in range(0, X.shape[0], 2):
         h = np.exp(-h) + X[t]
     return np.sum(h ** 2)
+
+
+def sum_of_squares_from_int(x):
+    s = 0  # (a Python int: data from the first step on)
+    for i in range(len(x)):
+        s += x[i] ** 2
+    return s
+
+
+def weighted_while_from_int(x):
+    s, i = 0, 0
+    while i < 3:
+        s = s + np.sum(np.sin(x)) * i
+        i += 1
+    return s

@@ -26,7 +26,25 @@ CASES = [
     (U.two_statements, 0, lambda: (X,)),
     (U.augmented, 0, lambda: (X,)),
     (U.from_an_argument, (0, 1), lambda: (RNG.normal(size=3) * 0.5, X)),
+    (U.sum_of_squares_from_int, 0, lambda: (RNG.normal(size=4),)),
+    (U.weighted_while_from_int, 0, lambda: (RNG.normal(size=4),)),
 ]
+
+
+@pytest.mark.parametrize("fn", [U.sum_of_squares_from_int, U.weighted_while_from_int])
+def test_an_accumulator_started_at_int_zero_is_data(fn):
+    """`s = 0` then `s += x[i] ** 2` in a loop: the carry is data from the first step on
+    (it was taken for an int from its start, and grad refused the return as 'an integer
+    or shape'); value_and_grad and hvp too."""
+    x = RNG.normal(size=4)
+    value, (gx,) = srcgrad.value_and_grad(fn, wrt=(0,), cache=False)(x)
+    np.testing.assert_allclose(value, fn(x), rtol=1e-13)
+    np.testing.assert_allclose(gx, finite_differences(fn, (x,), 0), rtol=1e-6, atol=1e-8)
+    v = np.linspace(0.5, -0.5, 4)
+    hv = srcgrad.hvp(fn, cache=False)(x, v)
+    g = srcgrad.grad(fn, cache=False)
+    fd = (g(x + 1e-6 * v) - g(x - 1e-6 * v)) / 2e-6
+    np.testing.assert_allclose(hv, fd, rtol=1e-5, atol=1e-7)
 
 
 def _check(g, fn, wrt, args):
