@@ -1350,9 +1350,31 @@ class VJPFunction(CompiledFunction):
         outer = FunctionCode(fname, _signature_text(src.tree), eqns[:first_bwd],
                              (out, inner), named, as_float=as_float)
         outer.nested = (inner, len(eqns[:first_bwd]))
-        outer.keep = {v.id for e in eqns[first_bwd:] for v in e.var_ins()} | \
-            {v.id for v in iter_vars(grads)}
+        outer.keep = _pullback_reads(eqns[:first_bwd], eqns[first_bwd:], grads)
         return outer
+
+
+def _pullback_reads(forward, backward, grads) -> set:
+    """Ids of the forward function's values its pullback reads (the forward function must
+    not `del` them): what the pullback's statements read, in their loops and branches too,
+    and, through the small values the code writes inline where they are read (a slice
+    `slice(v1_1, None, -1)`, a tuple of ints), what those are made of."""
+    from .codegen import _reads_deep
+
+    keep = {v.id for v in iter_vars(grads)}
+    for e in backward:
+        keep |= _reads_deep(e)
+    made = {o.id: e for e in forward for o in e.outs}
+    todo = list(keep)
+    while todo:
+        e = made.get(todo.pop())
+        if e is None or any(o.kind == "array" for o in e.outs):
+            continue
+        for v in e.var_ins():
+            if v.id not in keep:
+                keep.add(v.id)
+                todo.append(v.id)
+    return keep
 
 
 def _same_shape(what, t, of, x):
