@@ -406,3 +406,18 @@ def test_where_with_an_unselected_branch_of_infinite_slope_as_readme_says():
         return np.sum(np.where(x > 0, np.sqrt(np.where(x > 0, x, 1.0)), 0.0))
 
     np.testing.assert_allclose(srcgrad.grad(safe)(x), [0.0, 0.5, 0.25], rtol=1e-12)
+
+
+def reversed_from(p0, n1):
+    v1 = p0[n1 - 1::-1]  # (the slice's start, n1 - 1, is read again by the pullback)
+    v2 = np.sin(v1)
+    return np.sum(v2)
+
+
+def test_vjp_pullback_reads_the_values_of_a_slice_written_inline():
+    """The forward function deleted `n1 - 1` after the slice, where the pullback's
+    `slice(v1_1, None, -1)` reads it again: NameError (found by the deep property run)."""
+    x = np.array([-1.0, 2.0, 0.5])
+    for n in (0, 1, 3):
+        out, pullback = srcgrad.vjp(reversed_from, x, n, wrt=0)
+        np.testing.assert_allclose(pullback(1.0), srcgrad.grad(reversed_from)(x, n))
