@@ -1359,11 +1359,11 @@ def _pullback_reads(forward, backward, grads) -> set:
     not `del` them): what the pullback's statements read, in their loops and branches too,
     and, through the small values the code writes inline where they are read (a slice
     `slice(v1_1, None, -1)`, a tuple of ints), what those are made of."""
-    from .codegen import _reads_deep
+    from .codegen import reads_deep
 
     keep = {v.id for v in iter_vars(grads)}
     for e in backward:
-        keep |= _reads_deep(e)
+        keep |= reads_deep(e)
     made = {o.id: e for e in forward for o in e.outs}
     todo = list(keep)
     while todo:

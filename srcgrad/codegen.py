@@ -44,7 +44,7 @@ from .ir import (COND, FOR, NEWSTACK, POP, PUSH, PYTHON, WHILE, Eqn, Graph, Var,
 from .staging import INT_VALUED, MAKE_SLICE, PACK
 
 __all__ = ["FunctionCode", "ModuleCode", "JitOptions", "emit_module", "index_source",
-           "loop_shape", "jit_dtype"]
+           "loop_shape", "jit_dtype", "reads_deep"]
 
 _ident = re.compile(r"[^0-9a-zA-Z_]")
 _KEYWORDS = set(keyword.kwlist)
@@ -1930,7 +1930,7 @@ def scratch_values(fc) -> list:
         # (a scatter_add may be written later, where an add absorbs it: what it reads
         # keeps its slot to the end)
         at = len(fc.eqns) if e.prim.adds_at is not None else i
-        for v in _reads_deep(e):
+        for v in reads_deep(e):
             last[v] = at
     slots: list = []  # [(shape, dtype), the value in it]
     out = []
@@ -1955,13 +1955,13 @@ def scratch_values(fc) -> list:
     return out, [kind for kind, _ in slots]
 
 
-def _reads_deep(e) -> set:
+def reads_deep(e) -> set:
     """Ids of the values equation `e` reads, in its nested blocks too."""
     found = {v.id for v in e.var_ins()}
     if e.prim is not FUSED:
         for b in e.blocks():
             for q in b.eqns:
-                found |= _reads_deep(q)
+                found |= reads_deep(q)
             found |= {v.id for v in iter_vars(b.outs)}
     return found
 
