@@ -1250,6 +1250,11 @@ class Lowerer(Protocols):
         inside it sets a flag, keeps the value and breaks; after the loop the flag picks
         between returning that value and running the rest of the function (`cont`)."""
         returns = any(isinstance(n, ast.Return) for n in _walk_local(node.body, loops=True))
+        if returns and getattr(self, "in_loop", False):
+            ret = next(n for n in _walk_local(node.body, loops=True) if isinstance(n, ast.Return))
+            raise self.unsupported("a `return` inside a loop that is inside another run-time "
+                                   "loop (set a flag and `break` out of both loops, then "
+                                   "return after them) is", ret)
         loc = self.b.loc
         self.runtime_lists(node.body)
         if returns:

@@ -581,6 +581,9 @@ def marked_line(fn, marker):
 
 
 REFUSED = [
+    pytest.param(unsupported.return_in_nested_loops, "nested return",
+                 srcgrad.UnsupportedSyntaxError, ["inside another run-time loop", "`break`"],
+                 id="return-in-nested-loops"),
     pytest.param(unsupported.uses_try, "try", srcgrad.UnsupportedSyntaxError, ["`try`"],
                  id="try"),
     pytest.param(unsupported.uses_with, "with", srcgrad.UnsupportedSyntaxError, ["`with`"],

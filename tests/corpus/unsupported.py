@@ -51,3 +51,12 @@ def recursive_in_loop(x, n):
     for _ in range(n):
         total = total + recursive_in_loop(x, 0)  # <- recursive call
     return total + np.sum(x)
+
+
+def return_in_nested_loops(x):
+    for i in range(3):
+        for j in range(3):
+            x = x * 1.1 + 0.1 * np.cos(x)
+            if i == 1 and j == 1:
+                return np.sum(x ** 2)  # <- nested return
+    return np.sum(x)
