@@ -339,7 +339,6 @@ def test_the_corpus_through_the_cupy_binding(device_cupy, kind):
     """Every corpus program's grad (the general code, then the fused variant), vjp's
     pullback and hvp, called with device arrays, agree with the numpy results (the
     pullback and hvp once lost the device of a number cotangent: helpers_on)."""
-    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
     from test_corpus import CASES
 
     failed = []
