@@ -43,7 +43,7 @@ from .lower import lower
 from .staging import staging
 from .fresh import copied_inputs, roots_of
 from .optimize import (batch_step_products, hoist_indexed_products, hoist_step_maps, optimize,
-                       stacks_as_steps)
+                       stacks_as_steps, sum_steps_first)
 from .reverse import CarryClassDisproved, carry_classes_unassumed, reverse
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "hvp", "hessian", "jacobian", "show",
@@ -1171,11 +1171,12 @@ def _store(key, text, meta):
 def _steps_batched(eqns) -> bool:
     """A specialized variant's loops over time, after differentiation: the values a loop
     saves for its adjoint kept in arrays of steps, elementwise work on every step's values
-    made once before the loop, sums of per-step products made once after it
-    (srcgrad.optimize). Whether anything changed."""
+    made once before the loop, sums of per-step products and of per-step reductions made
+    once after it (srcgrad.optimize). Whether anything changed."""
     changed = stacks_as_steps(eqns)
     changed = hoist_step_maps(eqns) or changed
-    return batch_step_products(eqns) or changed
+    changed = batch_step_products(eqns) or changed
+    return sum_steps_first(eqns) or changed
 
 def _holds_dict(obj) -> bool:
     if isinstance(obj, dict):

@@ -32,6 +32,7 @@ import numpy
 
 from runtime.ops import helpers as _helpers
 from runtime.ops.core import literal
+from runtime.ops import linalg as _linalg
 from runtime.ops import shapes as _shapes
 from runtime.ops.lists import LIST_APPEND, LIST_GET
 
@@ -998,6 +999,12 @@ class _BlockCtx:
                 self.namer.names[o.id] = self.namer.names[a.id]
                 lines.append(ind + _norm(f"{self.namer.names[a.id]} {e.prim.inplace_op}= "
                                          f"{em.src(e.ins[1 - body_updates[i]])}"))
+            elif top and em.mod.array_methods and self._copied_transpose(e, i, eqns):
+                # (BLAS multiplies by a transpose, a view of the weights, more slowly
+                # than by the same matrix laid out in rows: a copy made once pays at
+                # every step of the loop)
+                lines.append(f"{ind}{self.name(o)} = {em.mod.g('np')}.ascontiguousarray("
+                             f"{em.src(e.ins[0])}.T)")
             elif top and self.fc.free and \
                     (k := self._in_place(e, i, last_use, eqns)) is not None:
                 a = e.ins[k]
@@ -1377,6 +1384,37 @@ class _BlockCtx:
         else:
             lines.append(ind + _norm(f"{self.name(q.outs[0])} = {self.em.expr(q, self.uses)}"))
             lines.append(ind + _norm(f"{self.name(o)} = {self.em.expr(e, self.uses)}"))
+
+    def _copied_transpose(self, e, i, eqns) -> bool:
+        """Is `e` the transpose `w.T` of a 2-d array of known shape, made before a loop, that is
+        read only as the right operand of products, at least one of them inside a loop's
+        body (the adjoint of `h @ W` in a loop, `dh @ W.T` at every step), and nowhere
+        else (not returned, kept or carried)? Then it is written as a contiguous copy."""
+        o = e.outs[0] if e.outs else None
+        if e.prim is not _shapes.transpose or e.params.get("axes") is not None or \
+                o is None or not isinstance(e.ins[0], Var) or \
+                len(loop_shape(e.ins[0]) or ()) != 2 or \
+                o.id in self.returned or o.id in self.fc.keep:
+            return False
+        in_loop = False
+
+        def reads_ok(block_eqns, looped) -> bool:
+            nonlocal in_loop
+            for q in block_eqns:
+                if any(isinstance(a, Var) and a.id == o.id for a in q.ins):
+                    if q.prim is not _linalg.matmul or \
+                            not (isinstance(q.ins[1], Var) and q.ins[1].id == o.id) or \
+                            (isinstance(q.ins[0], Var) and q.ins[0].id == o.id):
+                        return False
+                    in_loop = in_loop or looped
+                for b in q.blocks():
+                    if any(isinstance(v, Var) and v.id == o.id for v in iter_vars(b.outs)):
+                        return False
+                    if not reads_ok(b.eqns, looped or q.prim in (FOR, WHILE)):
+                        return False
+            return True
+
+        return reads_ok(eqns[i + 1:], False) and in_loop
 
     def _only_fresh_readers(self, a, eqns, j) -> bool:
         """Every other statement reading `a` makes a new array (or a shape) from it: none

@@ -37,7 +37,7 @@ from .verbatim import changed_in_place, check_changes
 FLOAT64 = dtype_class(numpy.float64)
 
 __all__ = ["optimize", "PASSES", "hoist_indexed_products", "batch_step_products",
-           "stacks_as_steps", "hoist_step_maps"]
+           "stacks_as_steps", "hoist_step_maps", "sum_steps_first"]
 
 PASSES = ("simplify", "fold", "cse", "dce")
 _KEEP = object()
@@ -1278,6 +1278,93 @@ def _batched_products(e, outer: dict):
     e.params["carry"], body.outs = new_carry, new_next
     e.ins = list(e.ins[:3]) + new_inits
     e.outs = new_results
+    return before, after
+
+
+#: the most elements of a step's value that `sum_steps_first` adds up across the steps
+#: (the sum stays in cache; above, adding whole arrays costs more than reducing them)
+SUM_STEPS_MAX = 1 << 16
+
+
+def sum_steps_first(eqns: list) -> bool:
+    """`acc = acc + sum(x, axis)` in the body of a loop of a known, positive number of
+    steps, with x an array of known shape (at most `SUM_STEPS_MAX` elements) and acc read
+    by that add alone, is the reduction of the sum of the steps' x: the loop adds x up
+    (`xs = xs + x`, written `xs += x`, xs starting as zeros before the loop) and the one
+    reduction comes after it, `acc = acc0 + sum(xs, axis)`: one add per step instead of a
+    reduction and an add. The adjoint of a bias added in a loop over time reduces its
+    cotangent over the batch at every step this way. Only for shapes known (a specialized
+    variant's); the sum's terms are added in another order (rounding may differ in the
+    last bits, as numpy's own pairwise sums do from one shape to the next). Rewrites in
+    place; whether anything changed."""
+    changed = False
+    k = 0
+    while k < len(eqns):
+        e = eqns[k]
+        for b in e.blocks():
+            changed = sum_steps_first(b.eqns) or changed
+        if e.prim is FOR:
+            around = _steps_summed(e)
+            if around:
+                eqns[k + 1:k + 1] = around[1]
+                eqns[k:k] = around[0]
+                k += len(around[0]) + len(around[1])
+                changed = True
+        k += 1
+    return changed
+
+
+def _steps_summed(e):
+    """(equations before the loop, after it) for `sum_steps_first`, or None."""
+    if _steps(e) <= 0 or "brk" in e.params:
+        return None
+    body, carry = e.params["body"], e.params["carry"]
+    uses = _uses(body)
+    made = {q.outs[0].id: q for q in body.eqns if len(q.outs) == 1}
+    before, after, removed = [], [], set()
+    for j, (c, nxt) in enumerate(zip(carry, body.outs)):
+        q_add = made.get(nxt.id) if isinstance(nxt, Var) else None
+        if q_add is None or q_add.prim is not ops.add or uses[c.id] != 1 or \
+                uses[nxt.id] != 1 or len(q_add.ins) != 2 or \
+                not any(a is c for a in q_add.ins) or q_add.ins[0] is q_add.ins[1]:
+            continue
+        term = q_add.ins[1] if q_add.ins[0] is c else q_add.ins[0]
+        q_sum = made.get(term.id) if isinstance(term, Var) else None
+        if q_sum is None or q_sum.prim is not ops.sum or uses[term.id] != 1 or \
+                not isinstance(q_sum.ins[0], Var):
+            continue
+        x = q_sum.ins[0]
+        shape, acc_shape = known_shape(x), known_shape(c)
+        if shape is None or acc_shape is None or known_shape(term) != acc_shape or \
+                int(numpy.prod(shape)) > SUM_STEPS_MAX or \
+                int(numpy.prod(shape)) <= int(numpy.prod(acc_shape)) or \
+                not (x.dclass == c.dclass == term.dclass == nxt.dclass == FLOAT64):
+            continue
+        scratch = Builder()
+        scratch.loc, scratch.phase, scratch.hint = q_add.loc, q_add.phase, c.hint + "_steps"
+        with staging(scratch):
+            start = ops.zeros(shape)
+        before += scratch.eqns
+        inside = Var(c.hint + "_steps", "array", x.sclass, x.dclass)
+        summed = Var(c.hint + "_steps", "array", x.sclass, x.dclass)
+        result = Var(c.hint + "_steps", "array", x.sclass, x.dclass)
+        body.eqns[body.eqns.index(q_add)] = Eqn(ops.add, [inside, x], [summed], {},
+                                                q_add.loc, q_add.phase)
+        removed.add(id(q_sum))
+        scratch = Builder()
+        scratch.loc, scratch.phase, scratch.hint = q_add.loc, q_add.phase, c.hint
+        with staging(scratch):
+            ops.add(e.ins[3 + j], ops.sum(result, **q_sum.params))
+        scratch.eqns[-1].outs = [e.outs[j]]  # the loop's result, made after it
+        after += scratch.eqns
+        e.params["carry"] = carry = list(carry)
+        body.outs = list(body.outs)
+        e.ins, e.outs = list(e.ins), list(e.outs)
+        carry[j], body.outs[j] = inside, summed
+        e.ins[3 + j], e.outs[j] = start, result
+    if not after:
+        return None
+    body.eqns = [q for q in body.eqns if id(q) not in removed]
     return before, after
 
 

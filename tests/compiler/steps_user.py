@@ -129,6 +129,26 @@ def ema_tanh(alpha, x):
     return s * s
 
 
+def rnn_pooled(Wx, Wh, b, X, h0):
+    """The states summed over the batch and the steps as the loop goes."""
+    h = h0
+    pooled = np.zeros_like(b)
+    for t in range(X.shape[0]):
+        h = np.tanh(X[t] @ Wx + h @ Wh + b)
+        pooled = pooled + np.sum(h, axis=0)
+    return np.sum(pooled ** 2) + np.sum(h)
+
+
+def rnn_pooled_feedback(Wx, Wh, b, X, h0):
+    """rnn_pooled, each step reading the running sum: it is needed at every step."""
+    h = h0
+    pooled = np.zeros_like(b)
+    for t in range(X.shape[0]):
+        h = np.tanh(X[t] @ Wx + h @ Wh + b + 0.1 * pooled)
+        pooled = pooled + np.sum(h, axis=0)
+    return np.sum(pooled ** 2)
+
+
 def rnn_inputs(T=6, batch=2, d_in=3, d_hidden=4, dtype=np.float64):
     rng = np.random.default_rng(7)
     return tuple(a.astype(dtype) for a in (

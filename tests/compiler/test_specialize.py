@@ -295,7 +295,8 @@ def test_a_loop_adds_into_its_sums_in_place():
     g = fresh(U.leaky, wrt=(0, 1))
     src = g.specialized_source(*args)
     body = src.split("reversed(range(7)):")[1].split("return")[0]
-    assert "scatter_add(" not in body and "dw_2 += " in body
+    # (w's cotangent: the steps' products added up in place, reduced once after the loop)
+    assert "scatter_add(" not in body and "dw_steps_2 += " in body
     # each slot of zeros written once (assigned), here over the slot of the array of
     # tanh's derivatives it reads, which nothing reads again: `d = dh_all[t]; d *= dh`
     assert re.search(r"(\w+) = \w+\[t_1\]\n\s+\1 \*= ", body) and "np.zeros((7, 2, 3)" \

@@ -41,6 +41,9 @@ CASES = {
     "from_one": (U.rnn_from_one, U.rnn_inputs(), (0, 1, 2, 3)),
     "every_state": (U.rnn_every_state, U.rnn_inputs(), (0, 1, 2, 3, 4)),
     "twice": (U.rnn_twice, U.rnn_inputs(), (0, 1, 2, 3, 4)),
+    "pooled": (U.rnn_pooled, U.rnn_inputs(), (0, 1, 2)),
+    "pooled_feedback": (U.rnn_pooled_feedback, U.rnn_inputs(), (0, 1, 2)),
+    "pooled_one_row": (U.rnn_pooled, U.rnn_inputs(batch=1), (0, 1, 2)),
     "broadcast_step": (U.rnn_broadcast_step, (
         np.linspace(-1.0, 1.0, 4), np.linspace(-2.0, 2.0, 40).reshape(5, 2, 4),
         np.linspace(0.2, 0.9, 8).reshape(2, 4)), (0, 1, 2)),
@@ -134,3 +137,65 @@ def test_float32_steps_stay_float32():
         for a, b in zip(g(*args), want):
             assert a.dtype == np.float32
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def _loops(src):
+    """The lines of a variant's body (numba's: the function it compiles, without the
+    fused loops it calls), and the indexes of its loops' first lines."""
+    body = _body(src).split("\n@njit")[0]
+    if "_compiled(" in body:
+        body = src.split("_compiled(", 2)[2].split("\n@njit")[0]
+    lines = [ln for ln in body.splitlines() if not ln.strip().startswith("#")]
+    return lines, [i for i, ln in enumerate(lines) if ln.strip().startswith("for ")]
+
+
+def _indented_after(lines, i):
+    """The lines of the loop that starts at line i (its body: indented deeper)."""
+    depth = len(lines[i]) - len(lines[i].lstrip())
+    body = []
+    for ln in lines[i + 1:]:
+        if ln.strip() and len(ln) - len(ln.lstrip()) <= depth:
+            break
+        body.append(ln)
+    return body
+
+
+_SUM = re.compile(r"sum(_\d+)?\(")  # (np.sum(, x.sum(, numba's loop _sum_2(...)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_sum_over_steps_of_reductions_is_reduced_once_after_the_loop(backend):
+    """`acc = acc + np.sum(x, axis=0)` at every step (the adjoint of a bias added in a loop
+    over time; a running total of the user's) adds the steps' x up in the loop and reduces
+    once after it (srcgrad.optimize.sum_steps_first); the gradients are checked against
+    finite differences in test_loops_over_time_give_the_gradient."""
+    for case in ("rnn", "pooled"):
+        _, src = _specialized(*CASES[case], backend)
+        lines, loops = _loops(src)
+        assert loops, src
+        inside = [ln for i in loops for ln in _indented_after(lines, i) if _SUM.search(ln)]
+        after = [ln for ln in lines[loops[-1]:] if _SUM.search(ln)]
+        assert not inside and after, src
+
+
+@pytest.mark.parametrize("case", ["pooled_feedback", "pooled_one_row"])
+def test_a_running_sum_the_step_reads_or_that_reduces_nothing_stays_in_the_loop(case):
+    """A running sum that the step reads is needed at every step; a reduction of one row
+    to one row costs no more than the add that would replace it."""
+    _, src = _specialized(*CASES[case], "numpy")
+    lines, loops = _loops(src)
+    assert any(_SUM.search(ln) for ln in _indented_after(lines, loops[0])), src
+
+
+def test_the_transposed_weights_a_loop_multiplies_by_are_laid_out_in_rows_once():
+    """The adjoint of `h @ Wh` in a loop multiplies by Wh.T at every step: a numpy variant
+    copies it once, before the loop, into a contiguous array (BLAS is faster on it)."""
+    _, src = _specialized(*CASES["rnn"], "numpy")
+    lines, loops = _loops(src)
+    made = [ln for ln in lines[:loops[-1]] if "np.ascontiguousarray(Wh.T)" in ln]
+    assert len(made) == 1, src
+    name = made[0].split("=")[0].strip()
+    assert any(f".dot({name})" in ln for ln in _indented_after(lines, loops[-1])), src
+    # a transpose read outside a loop stays a view
+    _, src = _specialized(U.rnn, U.rnn_inputs(T=1), (0, 1, 2), "numpy")
+    assert "ascontiguousarray" not in src or "for " in _body(src), src
