@@ -999,7 +999,8 @@ class _BlockCtx:
                 self.namer.names[o.id] = self.namer.names[a.id]
                 lines.append(ind + _norm(f"{self.namer.names[a.id]} {e.prim.inplace_op}= "
                                          f"{em.src(e.ins[1 - body_updates[i]])}"))
-            elif top and em.mod.array_methods and self._copied_transpose(e, i, eqns):
+            elif top and (em.mod.array_methods or em.mod.jit is not None and
+                          em.mod.jit.python_body) and self._copied_transpose(e, i, eqns):
                 # (BLAS multiplies by a transpose, a view of the weights, more slowly
                 # than by the same matrix laid out in rows: a copy made once pays at
                 # every step of the loop)

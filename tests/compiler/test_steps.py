@@ -199,3 +199,16 @@ def test_the_transposed_weights_a_loop_multiplies_by_are_laid_out_in_rows_once()
     # a transpose read outside a loop stays a view
     _, src = _specialized(U.rnn, U.rnn_inputs(T=1), (0, 1, 2), "numpy")
     assert "ascontiguousarray" not in src or "for " in _body(src), src
+
+
+@pytest.mark.skipif("numba" not in BACKENDS, reason="needs numba")
+def test_numbas_large_form_also_copies_the_transposed_weights_once():
+    """At large sizes numba compiles the loops' elementwise work and numpy runs the rest
+    (the products among it): the transpose is copied as in a numpy variant."""
+    args = U.rnn_inputs(T=3, batch=2048, d_in=8, d_hidden=32)
+    g, src = _specialized(U.rnn, args, (0, 1, 2), "numba")
+    assert "Its loops compiled by numba" in src and "np.ascontiguousarray(Wh.T)" in src, src
+    want = srcgrad.grad(U.rnn, wrt=(0, 1, 2), specialize=False, cache=False)(*args)
+    for _ in range(4):
+        for a, b in zip(g(*args), want):
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
