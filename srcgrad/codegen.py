@@ -994,6 +994,12 @@ class _BlockCtx:
                 name = em.mod.bind(f"_{e.prim.name}")
                 em.mod.reductions.append((e, name))
                 lines.append(f"{ind}{self.name(o)} = {name}({em.src(e.ins[0])})")
+            elif i in body_updates and isinstance(body_updates[i], tuple):
+                a = e.ins[body_updates[i][1]]
+                args = ", ".join(em.src(x) for x in e.ins)
+                lines.append(ind + _norm(f"{self.name(o)} = {em.mod.g('np')}."
+                                         f"{_ufunc_name(e.prim)}({args}, "
+                                         f"out={self.namer.names[a.id]})"))
             elif i in body_updates and e.ins[body_updates[i]].id in self.namer.names:
                 a = e.ins[body_updates[i]]
                 self.namer.names[o.id] = self.namer.names[a.id]
@@ -1659,21 +1665,37 @@ class _BlockCtx:
                 made[o.id] = q if i not in taken else None
         kept = {v.id for v in iter_vars(body.outs)} | self.returned | self.fc.keep | \
             self.em.carries | self.em.maybe_py
+        def writable(a, o, i) -> bool:  # (a made this step, read last here, not kept)
+            q = made.get(a.id) if isinstance(a, Var) else None
+            return q is not None and q.prim.updatable and not q.prim.structured and \
+                last.get(a.id) == i and a.id not in kept and a.sclass == o.sclass and \
+                all(eqns[r].prim.fresh for r in readers[a.id] if r != i)
+
         found = {}
         for i, e in enumerate(eqns):
-            if i in taken or e.prim.inplace_op is None or len(e.outs) != 1 or \
-                    e.outs[0].id in kept:
+            if i in taken or len(e.outs) != 1:
                 continue
-            for k in ((0, 1) if e.prim.inplace_op in ("+", "*") else (0,)):
-                a, b, o = e.ins[k], e.ins[1 - k], e.outs[0]
-                q = made.get(a.id) if isinstance(a, Var) else None
-                if q is None or not q.prim.updatable or q.prim.structured or \
-                        last.get(a.id) != i or a.id in kept or b is a or \
-                        a.sclass != o.sclass or not self._keeps_dtype(a, b) or \
-                        any(not eqns[r].prim.fresh for r in readers[a.id] if r != i):
-                    continue
-                found[i] = k
-                break
+            o = e.outs[0]
+            if e.prim.inplace_op is not None and o.id not in kept:
+                for k in ((0, 1) if e.prim.inplace_op in ("+", "*") else (0,)):
+                    a, b = e.ins[k], e.ins[1 - k]
+                    if b is not a and writable(a, o, i) and self._keeps_dtype(a, b):
+                        found[i] = k
+                        break
+            if i in found or not self.em.mod.array_methods or _ufunc_name(e.prim) is None \
+                    or len(e.ins) not in (1, 2) or not isinstance(o.dclass, tuple):
+                continue
+            # `o = np.tanh(a, out=a)`, `o = np.subtract(1.0, a, out=a)`: the result has
+            # a name of its own, so it may be kept, carried or saved for the adjoint (a is
+            # made anew at every step)
+            for k, a in enumerate(e.ins):
+                if isinstance(a, Var) and a.dclass == o.dclass and loop_shape(a) and \
+                        all(b is not a for b in e.ins[:k] + e.ins[k + 1:]) and \
+                        writable(a, o, i) and (_known_float(a) or (
+                            self._keeps_dtype(a, e.ins[1 - k]) if len(e.ins) == 2
+                            else _inexact(a, self.em.floating))):
+                    found[i] = ("out", k)
+                    break
         return found
 
     def _accumulators(self, e, names) -> dict:
@@ -2438,6 +2460,12 @@ def _emit_placed(mod: _Module, e, params, body: list):
         dest = ", ".join(index(k, a) for k, a in enumerate(lo))
         body.append(f"{ind}{arr}[{dest}] = {' + '.join(values) or '0'}")
     body.append(f"    return {arr}")
+
+
+def _known_float(v) -> bool:
+    """Is `v` an array of one known floating dtype (a variant's: `('f', '<f8')`)?"""
+    return isinstance(v, Var) and isinstance(v.dclass, tuple) and len(v.dclass) == 2 and \
+        v.dclass[0] == "f" and isinstance(v.dclass[1], str)
 
 
 def _ufunc_name(prim) -> "str | None":

@@ -82,6 +82,37 @@ def branch_reads_it(w, X):
     return np.sum(h * h)
 
 
+def view_then_ufunc(w, X):
+    s = np.zeros(X.shape[2])
+    for t in range(X.shape[0]):
+        a = X[t] * w + s     # (reads the carried s: made in the loop)
+        first = a[0]         # a view of a, read after the exp
+        e = np.exp(a)        # a's last use: its memory still backs `first`
+        s = s + np.sum(e, axis=0) * first
+    return np.sum(s)
+
+
+def saved_then_ufunc(w, X):
+    hs = []
+    h = w * 0.0
+    for t in range(X.shape[0]):
+        a = X[t] * w + h     # (reads the carried h: made in the loop)
+        hs.append(a)         # the list holds a
+        h = np.sin(a)        # a's last use in the step
+        hs.append(h)
+    return np.sum(np.stack(hs) ** 2)
+
+
+def ufunc_result_carried(w, X):
+    h = X[0] * w
+    u = w * 0.0
+    for t in range(X.shape[0]):
+        a = X[t] * w + h     # made this step
+        h = np.tanh(a)       # written over a: h, carried, has a's memory
+        u = 1.0 - a * 0.0    # (another reader of a, before the tanh in the adjoint)
+    return np.sum(h * h) + np.sum(u)
+
+
 rng = np.random.default_rng(11)
 W3 = rng.normal(size=3)
 X53 = rng.normal(size=(5, 3))
@@ -94,6 +125,9 @@ CASES = [
     (input_row_added_to, (W3, X53), (0, 1)),
     (nested, (W3, X53), (0, 1)),
     (branch_reads_it, (W3, X53), (0, 1)),
+    (view_then_ufunc, (W3, rng.normal(size=(4, 2, 3))), (0, 1)),
+    (saved_then_ufunc, (W3, X53), (0, 1)),
+    (ufunc_result_carried, (W3, X53), (0, 1)),
 ]
 
 
@@ -119,3 +153,17 @@ def test_the_rnn_step_adds_into_its_product():
     src = srcgrad.grad(fn, wrt=wrt, cache=False).specialized_source(*args)
     loop = src.split("for t in range(6):")[1].split("# grad of")[0]
     assert re.search(r"(\w+) = \w+\.dot\(Wh\)\n\s+\1 \+= \w+\n", loop), loop
+
+
+def test_a_ufunc_in_a_loop_writes_over_an_array_the_step_made():
+    """`h = np.tanh(a, out=a)` where the step made `a` and reads it no more (the RNN's
+    forward step), never where a view or a list still holds `a`."""
+    fn, args, wrt = CASES[0]
+    src = srcgrad.grad(fn, wrt=wrt, cache=False).specialized_source(*args)
+    loop = src.split("for t in range(6):")[1].split("# grad of")[0]
+    assert re.search(r"(\w+) \+= \w+\n\s+h_\d+ = np\.tanh\(\1, out=\1\)", loop), loop
+    for fn in (view_then_ufunc, saved_then_ufunc):
+        args = next(c[1] for c in CASES if c[0] is fn)
+        src = srcgrad.grad(fn, wrt=(0, 1), cache=False).specialized_source(*args)
+        body = src.split("for t in range(")[1].split("# grad of")[0]
+        assert not re.search(r"np\.(exp|sin)\(\w+, out=", body), body

@@ -420,7 +420,8 @@ def test_a_bias_of_each_step_is_added_once_before_the_loop(fn, bias_shape, hoist
 
 def _sums_products_in_a_loop(src: str) -> bool:
     """Whether a loop of the generated code adds a matrix product it made to a running sum
-    (`acc += p` or `acc = acc + p`, p made by `.dot` or `@` in a loop)."""
+    (`acc += p`, `acc = acc + p` or `acc = np.add(acc, p, out=p)`, p made by `.dot` or
+    `@` in a loop)."""
     import re
 
     dots, made = set(), set()  # (a name the loop assigns is no running sum: `h += p` of
@@ -437,7 +438,8 @@ def _sums_products_in_a_loop(src: str) -> bool:
         m = re.fullmatch(r"(\w+) \+= (\w+)", s)
         if m and m.group(2) in dots and m.group(1) not in made:
             return True
-        m = re.fullmatch(r"(\w+) = (\w+) \+ (\w+)", s)
+        m = re.fullmatch(r"(\w+) = (\w+) \+ (\w+)", s) or \
+            re.fullmatch(r"(\w+) = np\.add\((\w+), (\w+), out=\w+\)", s)
         if m and m.group(1) in m.group(2, 3) and set(m.group(2, 3)) & dots:
             return True
     return False
