@@ -980,6 +980,16 @@ class _BlockCtx:
                     lines.append(f"{ind}{self.name(o)} = {em.src(x)}.astype({dt})")
                 else:  # (a number, or a scalar numba holds as one: no .astype)
                     lines.append(f"{ind}{self.name(o)} = {dt}({em.src(x)})")
+            elif _compiled_body(em.mod) and e.prim is _shapes.expand_dims and \
+                    isinstance(e.params.get("axis"), (tuple, list)) and \
+                    loop_shape(e.ins[0]) is not None:
+                # (numba's expand_dims takes one axis: the axes inserted one at a time, in
+                # increasing order, as numpy places a tuple of them)
+                ndim = len(loop_shape(e.ins[0])) + len(e.params["axis"])
+                text = em.src(e.ins[0])
+                for ax in sorted(a % ndim for a in e.params["axis"]):
+                    text = f"{em.mod.g('np')}.expand_dims({text}, {ax})"
+                lines.append(f"{ind}{self.name(o)} = {text}")
             elif _compiled_body(em.mod) and e.prim is _shapes.like_arg:
                 # (the Python entry gives the result its argument's kind)
                 lines.append(f"{ind}{self.name(o)} = {em.src(e.ins[0])}")
@@ -2622,7 +2632,11 @@ def _emit_reductions(mod: _Module, body: list):
         if kind == "mean":
             count = int(numpy.prod([shape[k] for k in axes]))
             body.append(f"    out /= {count}")
-        body.append(f"    return out.astype({np_}.float32)" if wide else "    return out")
+        # (a reduction to one number gives a number, as numpy's does: not a 0-d array,
+        # which numba would not add to a float in place)
+        result = "out[()]" if out_shape == () else "out"
+        body.append(f"    return {np_}.float32({result})" if wide and out_shape == () else
+                    f"    return out.astype({np_}.float32)" if wide else f"    return {result}")
 
 
 def _custom_ops(fcs) -> dict:

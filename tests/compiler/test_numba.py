@@ -370,6 +370,37 @@ def test_reduction_loops(kind, axis, keepdims, tmp_path):
         assert np.isnan(numba_grad(mod.f)(x)).any()
 
 
+def sum_over_axes(x, w):
+    return np.sum(np.sum(np.sin(x * w), axis=(0, 2)) ** 2) + \
+        np.sum(np.sum(x * x, axis=(-1, 0)) * 0.5)
+
+
+def test_reductions_over_several_axes_compile():
+    """The adjoint of a sum over a tuple of axes puts them back (`np.expand_dims(g, (0,
+    2))`), which numba takes one axis at a time."""
+    rng = np.random.default_rng(5)
+    x, w = rng.standard_normal((3, 4, 5)), rng.standard_normal(5)
+    got, src = compiled_without_warning(numba_grad(sum_over_axes, wrt=(0, 1)), x, w)
+    assert "expand_dims(np.expand_dims(" in src, src
+    assert_same(got, srcgrad.grad(sum_over_axes, wrt=(0, 1), specialize=False)(x, w))
+
+
+def square_plus_sum(a, x):
+    return a * a + np.sum(x) + np.max(x * a)
+
+
+def test_a_sum_to_one_number_is_a_number_a_float_adds_to():
+    """numba's loop for a reduction to one number gives a number, as numpy's sum does (a
+    0-d array would not add in place to a float parameter's value)."""
+    x = np.linspace(-1.0, 2.0, 7)
+    for a in (1.5, -0.5):
+        g = srcgrad.value_and_grad(square_plus_sum, wrt=(0, 1), backend="numba")
+        got, src = compiled_without_warning(g, a, x)
+        want = srcgrad.value_and_grad(square_plus_sum, wrt=(0, 1), specialize=False)(a, x)
+        assert_same(got[0], want[0])
+        assert_same(got[1], want[1])
+
+
 # ---- what numba cannot compile ------------------------------------------------------------
 
 def test_a_fallback_warns_with_the_users_line_and_is_right():
