@@ -1157,19 +1157,26 @@ def batch_step_products(eqns: list) -> bool:
     W's cotangent this way. Only for shapes known (a specialized variant's) and stacks of
     at most `BATCH_MAX` elements. Rewrites in place; whether anything changed (the loop's
     initial sum is then dead code for the optimizer to drop)."""
+    return _around_loops(eqns, lambda e, block: _batched_products(
+        e, {q.outs[0].id: q for q in block if len(q.outs) == 1}))
+
+
+def _around_loops(eqns: list, rewrite) -> bool:
+    """Rewrite each `for` loop of `eqns` (at any depth) with `rewrite(loop, its block's
+    equations)`, which changes the loop in place and gives the equations to put before and
+    after it, or None. Whether anything changed."""
     changed = False
     k = 0
-    made = {q.outs[0].id: q for q in eqns if len(q.outs) == 1}
     while k < len(eqns):
         e = eqns[k]
         for b in e.blocks():
-            changed = batch_step_products(b.eqns) or changed
+            changed = _around_loops(b.eqns, rewrite) or changed
         if e.prim is FOR:
-            after = _batched_products(e, made)
-            if after:
-                eqns[k + 1:k + 1] = after[1]
-                eqns[k:k] = after[0]
-                k += len(after[0]) + len(after[1])
+            around = rewrite(e, eqns)
+            if around:
+                eqns[k + 1:k + 1] = around[1]
+                eqns[k:k] = around[0]
+                k += len(around[0]) + len(around[1])
                 changed = True
         k += 1
     return changed
@@ -1297,21 +1304,7 @@ def sum_steps_first(eqns: list) -> bool:
     variant's); the sum's terms are added in another order (rounding may differ in the
     last bits, as numpy's own pairwise sums do from one shape to the next). Rewrites in
     place; whether anything changed."""
-    changed = False
-    k = 0
-    while k < len(eqns):
-        e = eqns[k]
-        for b in e.blocks():
-            changed = sum_steps_first(b.eqns) or changed
-        if e.prim is FOR:
-            around = _steps_summed(e)
-            if around:
-                eqns[k + 1:k + 1] = around[1]
-                eqns[k:k] = around[0]
-                k += len(around[0]) + len(around[1])
-                changed = True
-        k += 1
-    return changed
+    return _around_loops(eqns, lambda e, block: _steps_summed(e))
 
 
 def _steps_summed(e):
