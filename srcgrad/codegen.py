@@ -931,7 +931,8 @@ class _BlockCtx:
         last_use, reads_of = self._last_uses(eqns, inlined, moved) if top else ({}, {})
         # a loop body's accumulators: {add index: (name, scatter_add index or None)}
         acc = getattr(self, "accumulators", {}).pop(id(eqns), {})
-        # a loop body's updates in place: {index: the operand updated}
+        # a loop body's updates in place: {index: the operand updated (`a += b`), or
+        # ("out", operand) for a ufunc written over it (`o = np.tanh(a, out=a)`)}
         body_updates = getattr(self, "body_updates", {}).pop(id(eqns), {})
         acc_moved = {j for _, j, _, _ in acc.values() if j is not None}
         start = len(lines)
@@ -985,10 +986,14 @@ class _BlockCtx:
                     loop_shape(e.ins[0]) is not None:
                 # (numba's expand_dims takes one axis: the axes inserted one at a time, in
                 # increasing order, as numpy places a tuple of them)
+                # (a number, or a 0-d array: numba expands neither; reshaped, both)
                 ndim = len(loop_shape(e.ins[0])) + len(e.params["axis"])
-                text = em.src(e.ins[0])
-                for ax in sorted(a % ndim for a in e.params["axis"]):
-                    text = f"{em.mod.g('np')}.expand_dims({text}, {ax})"
+                np_, text = em.mod.g("np"), em.src(e.ins[0])
+                if ndim == len(e.params["axis"]):
+                    text = f"{np_}.reshape({np_}.asarray({text}), {(1,) * ndim!r})"
+                else:
+                    for ax in sorted(a % ndim for a in e.params["axis"]):
+                        text = f"{np_}.expand_dims({text}, {ax})"
                 lines.append(f"{ind}{self.name(o)} = {text}")
             elif _compiled_body(em.mod) and e.prim is _shapes.like_arg:
                 # (the Python entry gives the result its argument's kind)
@@ -1664,7 +1669,11 @@ class _BlockCtx:
         step holds for all; values from outside the body (read again next step), the
         carried ones, and those `taken` statements write over a slot of an array or into a
         carried sum are never `a`. A statement `moved` ({index: where}) is written, and
-        reads, where its carried sum is added to."""
+        reads, where its carried sum is added to.
+
+        In a numpy variant, a ufunc's result is also written over such an `a` of its shape
+        and dtype: {index: ("out", operand)}, `o = np.tanh(a, out=a)`. Its result keeps a
+        name of its own, so it may be yielded, carried or saved: the array is the step's."""
         eqns = body.eqns
         made, readers, last = {}, {}, {}
         for i, q in enumerate(eqns):

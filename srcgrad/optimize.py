@@ -1295,11 +1295,11 @@ SUM_STEPS_MAX = 1 << 16
 
 def sum_steps_first(eqns: list) -> bool:
     """`acc = acc + sum(x, axis)` in the body of a loop of a known, positive number of
-    steps, with x an array of known shape (at most `SUM_STEPS_MAX` elements) and acc read
-    by that add alone, is the reduction of the sum of the steps' x: the loop adds x up
-    (`xs = xs + x`, written `xs += x`, xs starting as zeros before the loop) and the one
-    reduction comes after it, `acc = acc0 + sum(xs, axis)`: one add per step instead of a
-    reduction and an add. The adjoint of a bias added in a loop over time reduces its
+    steps, with x a float64 array of known shape (at most `SUM_STEPS_MAX` elements, more
+    than acc has) and acc read by that add alone, is the reduction of the sum of the
+    steps' x: the loop adds x up (`xs = xs + x`, which codegen writes in place where it
+    can, `xs += x`; xs starts as zeros before the loop) and the one reduction comes after
+    it, `acc = acc0 + sum(xs, axis)`: one add per step instead of a reduction and an add. The adjoint of a bias added in a loop over time reduces its
     cotangent over the batch at every step this way. Only for shapes known (a specialized
     variant's); the sum's terms are added in another order (rounding may differ in the
     last bits, as numpy's own pairwise sums do from one shape to the next). Rewrites in

@@ -149,6 +149,15 @@ def rnn_pooled_feedback(Wx, Wh, b, X, h0):
     return np.sum(pooled ** 2)
 
 
+def projected_then_scanned(W, X):
+    """X @ W made once, before the loop (its adjoint multiplies by W.T outside any loop)."""
+    Y = X @ W
+    s = np.zeros(W.shape[1])
+    for t in range(X.shape[0]):
+        s = np.tanh(s + Y[t])
+    return np.sum(s ** 2)
+
+
 def rnn_inputs(T=6, batch=2, d_in=3, d_hidden=4, dtype=np.float64):
     rng = np.random.default_rng(7)
     return tuple(a.astype(dtype) for a in (

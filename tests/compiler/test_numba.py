@@ -375,14 +375,23 @@ def sum_over_axes(x, w):
         np.sum(np.sum(x * x, axis=(-1, 0)) * 0.5)
 
 
+def sum_of_all_axes(x, w):
+    return np.sum(np.sin(np.sum(x, axis=(1, 0)) * w) * w)
+
+
 def test_reductions_over_several_axes_compile():
     """The adjoint of a sum over a tuple of axes puts them back (`np.expand_dims(g, (0,
-    2))`), which numba takes one axis at a time."""
+    2))`), which numba takes one axis at a time; a number's axes (the sum of all of them)
+    by a reshape."""
     rng = np.random.default_rng(5)
     x, w = rng.standard_normal((3, 4, 5)), rng.standard_normal(5)
     got, src = compiled_without_warning(numba_grad(sum_over_axes, wrt=(0, 1)), x, w)
     assert "expand_dims(np.expand_dims(" in src, src
     assert_same(got, srcgrad.grad(sum_over_axes, wrt=(0, 1), specialize=False)(x, w))
+    x, w = rng.standard_normal((2, 3)), rng.standard_normal(4)
+    got, src = compiled_without_warning(numba_grad(sum_of_all_axes, wrt=(0, 1)), x, w)
+    assert "np.reshape(np.asarray(" in src, src
+    assert_same(got, srcgrad.grad(sum_of_all_axes, wrt=(0, 1), specialize=False)(x, w))
 
 
 def square_plus_sum(a, x):
