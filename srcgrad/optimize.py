@@ -1299,11 +1299,12 @@ def sum_steps_first(eqns: list) -> bool:
     than acc has) and acc read by that add alone, is the reduction of the sum of the
     steps' x: the loop adds x up (`xs = xs + x`, which codegen writes in place where it
     can, `xs += x`; xs starts as zeros before the loop) and the one reduction comes after
-    it, `acc = acc0 + sum(xs, axis)`: one add per step instead of a reduction and an add. The adjoint of a bias added in a loop over time reduces its
-    cotangent over the batch at every step this way. Only for shapes known (a specialized
-    variant's); the sum's terms are added in another order (rounding may differ in the
-    last bits, as numpy's own pairwise sums do from one shape to the next). Rewrites in
-    place; whether anything changed."""
+    it, `acc = acc0 + sum(xs, axis)`: one add per step instead of a reduction and an add.
+    The adjoint of a bias added in a loop over time reduces its cotangent over the batch
+    at every step this way. Only for shapes known (a specialized variant's); the sum's
+    terms are added in another order (rounding may differ in the last bits, as numpy's own
+    pairwise sums do from one shape to the next). Rewrites in place; whether anything
+    changed."""
     return _around_loops(eqns, lambda e, block: _steps_summed(e))
 
 
