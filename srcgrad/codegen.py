@@ -411,8 +411,9 @@ class _Emitter:
             x, idx = e.ins
             return f"{self.src(x)}[{self.index_src(idx) or '()'}]"  # x[()]: a 0-d item
         ins = [self.src(a) for a in e.ins]
-        if p.py_spell is not None and isinstance(e.ins[0], Var) and \
-                e.ins[0].id in self.maybe_py:  # may be a Python number at run time
+        if p.py_spell is not None and isinstance(e.ins[0], Var) and (
+                e.ins[0].id in self.maybe_py or e.ins[0].kind == "meta"):
+            # (may be a Python number at run time; a meta value is a Python int or tuple)
             return self.spell(p, ins, e.params, p.py_spell)
         if p.array_spell is not None and getattr(self.mod, "array_methods", False) and \
                 self._arrays(e.ins[:1] if p.array_ndim is None else e.ins, p.array_ndim) \
@@ -790,6 +791,8 @@ def _maybe_numbers(e, maybe, pushed) -> list:
     if op is COND:
         return [o.id for o, a, b in zip(e.outs, e.params["then"].outs, e.params["else"].outs)
                 if maybe(a) or maybe(b)]
+    if op is _shapes.as_numpy:  # (numpy's: an array, or what numpy's functions return)
+        return []
     if op.elementwise and e.outs and e.var_ins() and all(maybe(a) for a in e.ins):
         return [e.outs[0].id]
     if (op is _shapes.sum_to or op.view and not op.fresh) and e.outs and maybe(e.ins[0]):

@@ -223,6 +223,16 @@ def _of_numpy(f) -> bool:
     return (getattr(f, "__module__", None) or "").split(".")[0] == "numpy"
 
 
+#: numpy functions whose primitive is written as a Python operator (`np.multiply(a, b)`
+#: as `a * b`), and np.asarray (written as its operand): given Python numbers only, the
+#: generated code would compute in Python, so an operand that may be one is made numpy's
+#: first (ops.as_numpy, see `Lowerer.numpy_operands`)
+_PYTHON_OPERATORS = frozenset(
+    [f for f, p in numpy_api.UFUNCS.items() if isinstance(f, numpy.ufunc) and
+     not p.spell([f"a{k}" for k in range(f.nin)], {}, p.defaults).startswith("np.")] +
+    [numpy.deg2rad, numpy.radians, numpy.rad2deg, numpy.degrees, numpy.asarray,
+     numpy.asanyarray])
+
 _SIDE_EFFECTS = {builtins.print: "print()", builtins.input: "input()",
                  builtins.open: "open()", builtins.exec: "exec()", builtins.eval: "eval()"}
 
@@ -1099,6 +1109,8 @@ class Lowerer(Protocols):
                          floating_dclass(v.dclass) for v in (x, y)):
                     out.dclass = ("f", out.id)  # (floating either way, of a width not known)
                 self.b.named.add(out.id)
+                if self.numpy_valued(x) and self.numpy_valued(y):
+                    self.b.numpy_made.add(out.id)
                 for v in (x, y):
                     if isinstance(v, Var):
                         self.b.link(out, v)  # it may be either value
@@ -2019,6 +2031,8 @@ class Lowerer(Protocols):
         adapter = lookup(f) if hashable else None
         if adapter is not None:
             self.no_conversions(f, list(args) + list(kwargs.values()), node)
+            if f in _PYTHON_OPERATORS:
+                args = self.numpy_operands(args)
             if args and isinstance(args[0], (list, tuple)) and f not in _SEQUENCES and \
                     _of_numpy(f) and holds_array(args[0]):  # numpy makes the list an array
                 args = (as_array(args[0]),) + tuple(args[1:])
@@ -2041,6 +2055,27 @@ class Lowerer(Protocols):
         if result is not _MISSING:
             return result
         return self.apply_python(f, args, kwargs, node)
+
+    def numpy_operands(self, args) -> list:
+        """`args` of a numpy function written as a Python operator (`_PYTHON_OPERATORS`),
+        with the first that may be a Python number at run time made numpy's (as_numpy),
+        unless an operand is numpy's already: numpy's result, not Python's, follows."""
+        if any(self.numpy_valued(a) for a in args):
+            return list(args)
+        out = list(args)
+        for k, a in enumerate(out):
+            if isinstance(a, Var) and a.kind in ("array", "meta"):  # (meta: x.shape, n)
+                out[k] = ops.as_numpy(a)
+                break
+        return out
+
+    def numpy_valued(self, a) -> bool:
+        """Is `a` certainly an array or a numpy scalar at run time, never a Python number
+        (a numpy constant, or what `Builder.numpy_made` holds)? A parameter, a loop's carry
+        or a branch's result may be a Python number."""
+        if not isinstance(a, Var):
+            return isinstance(a, (numpy.ndarray, numpy.generic))
+        return a.id in self.b.numpy_made or (a.kind == "array" and a.const_name is not None)
 
     def no_conversions(self, f, args, node):
         """Refuse a numpy function given an object whose class writes a conversion
@@ -2592,6 +2627,7 @@ def lower(fn, same=(), floats=(), trees=None, spec=None) -> tuple[Graph, Source,
     for i in floats:
         for v in leaves[i]:
             v.dclass = ("f", v.id)
+            low.b.numpy_made.add(v.id)  # (the prologue makes it numpy's: as_float)
     for i in same:
         inputs[i].sclass, inputs[i].dclass = ("same",), ("same",)
     for v, known in zip(inputs, spec or ()):

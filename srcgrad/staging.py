@@ -110,6 +110,9 @@ class Builder:
         # id -> ids of the values it may share memory with directly: a view and what it
         # views, a branch result and the values it may be (see `sharing`)
         self.links: dict[int, set[int]] = {}
+        # ids of values that are numpy's at run time (arrays, numpy scalars), never Python
+        # numbers: see `numpy_made`
+        self.numpy_made: set[int] = set()
 
     def link(self, a, b):
         """Record that Vars `a` and `b` may share memory."""
@@ -241,6 +244,8 @@ class Builder:
     def _record(self, prim, args, out):
         """What the new result may share memory with, and whose shape it is."""
         self.made_by[out.id] = prim
+        if out.kind == "array" and numpy_made(prim, args, self.numpy_made):
+            self.numpy_made.add(out.id)
         if prim.view:
             for a in args[:1] if prim.subscript else args:  # (x[idx] is never idx)
                 if isinstance(a, Var) and a.kind == "array":
@@ -316,6 +321,43 @@ class Builder:
 
 
 # ---- shapes known at compile time (a variant specialized to its arguments' shapes) --------
+
+_KEEPS: dict = {}
+
+
+def keeps_numbers(prim) -> bool:
+    """May `prim` give a Python number when its operands are Python numbers? Where it is
+    written as a Python operator (`a * b`), returns an operand as it is (a view, sum_to,
+    cast_like...), makes one (to_float), or reads a run-time list; numpy's functions
+    (np.exp, np.sum...) give numpy's scalars."""
+    found = _KEEPS.get(prim)
+    if found is None:
+        found = _KEEPS[prim] = prim is not ops.as_numpy and (
+            prim.kind == "list" or prim.name in ("python", "sum_to", "to_float", "cast_into",
+                                                  "cast_like", "convert_like")
+            or (prim.view and not prim.fresh) or (prim.elementwise and _operator(prim)))
+    return found
+
+
+def _operator(prim) -> bool:
+    """Is the elementwise `prim` written as a Python operator (`{0} * {1}`, `-{0}`)?"""
+    try:
+        text = prim.spell(["a0", "a1", "a2"], {}, prim.defaults)
+    except Exception:  # (a spelling that needs parameters: not an operator)
+        return False
+    head = text.split("(", 1)[0]
+    return "(" not in text or not head.replace(".", "").replace("_", "").isalnum()
+
+
+def numpy_made(prim, args, made: set) -> bool:
+    """Is the result of `prim(*args)` numpy's at run time, never a Python number? (`made`:
+    the ids of values known to be numpy's)."""
+    if prim.name == "to_float" or prim.name == "python":
+        return False
+    return not keeps_numbers(prim) or any(
+        (isinstance(a, Var) and a.kind == "array" and a.id in made) or
+        isinstance(a, (numpy.ndarray, numpy.generic)) for a in args)
+
 
 def known(shape: tuple) -> tuple:
     """The shape class of values of this one shape (`SCALAR` for 0-d)."""

@@ -23,7 +23,8 @@ __all__ = [
     "setitem", "zeros_like", "ones_like", "cast_like", "like_arg", "cast_into", "convert_like", "float_gate", "astype",
     "astype_of", "zeros", "ones", "full", "eye",
     "arange", "broadcast_shapes", "concat_index", "is_basic_index", "to_device", "stop_gradient",
-    "to_float", "diag", "diag_grad", "diagonal", "diagonal_grad", "tril", "triu", "repeat",
+    "to_float", "as_numpy", "diag", "diag_grad", "diagonal", "diagonal_grad", "tril", "triu",
+    "repeat",
     "repeat_grad", "tile", "tile_grad", "pad", "crop_index", "pad_gather_index", "roll",
     "split_index", "split_check", "along_axis_index", "atleast_shape", "column_shape",
     "argsort", "argmax", "argmin", "replace_dim", "weights_shape", "linspace",
@@ -485,6 +486,25 @@ def vjp_to_float(g, out, x):
 
 to_float = defop("to_float", _to_float, vjp_to_float, reads_inputs=False, spell=call("to_float"),
                  doc="Python's float() of a 0-d array (what math.exp(x) and float(x) do)")
+
+
+def _as_numpy(x):
+    return get_xp(x).asarray(x)
+
+
+def vjp_as_numpy(g, out, x):
+    return g
+
+
+# numpy's function of Python numbers gives numpy's scalar, where the Python operator it is
+# written with (`a * b`) gives Python's: a float with no `[None]` or `.item()`, a
+# ZeroDivisionError for numpy's inf, an int that does not wrap, -2 for np.invert(True).
+# The lowering puts this on an operand of such a function that may be a Python number at
+# run time; it is written `x` itself where the generated code knows x is not one.
+as_numpy = defop("as_numpy", _as_numpy, vjp_as_numpy, view=True, reads_inputs=False,
+                 dtype="same", shape_like=0, spell=fmt("{0}"), py_spell=call("np.asarray"),
+                 doc="x as numpy holds it: a Python number becomes a 0-d array "
+                 "(what np.asarray(x) gives); an array is itself")
 zeros_like = defop("zeros_like", _zeros_like, differentiable=False, creator=True,
                    spell=call("np.zeros_like"), dtype="same", shape_like=0)
 ones_like = defop("ones_like", _ones_like, differentiable=False, creator=True,

@@ -277,10 +277,6 @@ def test_scipy_special_of_a_python_float_keeps_scipy_dtype():
     np.testing.assert_allclose(da, 2 / np.sqrt(np.pi) * np.exp(-0.36) * np.sum(x), rtol=1e-5)
 
 
-@pytest.mark.xfail(strict=True, reason="np.add(p, p) of a Python float argument is spelled "
-                   "p + p: a Python float where numpy gives a numpy float64, which indexing "
-                   "([None]) and float32 promotion tell apart (found by the deep property "
-                   "profile)")
 def test_a_numpy_function_of_python_float_arguments_gives_a_numpy_scalar():
     def f(w, p):
         v = np.add(p, p)

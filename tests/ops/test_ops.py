@@ -260,6 +260,8 @@ for _shapes, _axis in ((((2, 3), (4, 3), (1, 3)), 0), (((2, 3), (2, 1)), 1),
 spec("zeros_like", [A((2, 3))], ref=np.zeros_like)
 spec("stop_gradient", [A((2, 3))], ref=lambda x: x)
 spec("to_float", [A(())], ref=float)
+spec("as_numpy", [A((2, 3))], ref=np.asarray)
+spec("as_numpy", [A(())], ref=np.asarray)
 spec("broadcast_shapes", [(3, 1), (4,)], ref=lambda a, b: np.broadcast_shapes(a, b))
 spec("ones_like", [A((3,))], ref=np.ones_like)
 spec("zeros", [(2, 3)], ref=np.zeros)

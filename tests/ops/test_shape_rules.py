@@ -158,7 +158,7 @@ def test_subscript(p):
 def test_py_spelling_reads_a_python_number(p, n):
     text = p.py_spell(["n"], {}, p.defaults)
     scope = {"np": np, "n": n, **{k: getattr(helpers, k) for k in helpers.HELPERS}}
-    assert eval(text, scope) == p.impl(n)
+    np.testing.assert_array_equal(eval(text, scope), p.impl(n))
 
 
 @pytest.mark.parametrize("p", _with("updatable"), ids=lambda p: p.name)

@@ -1,0 +1,66 @@
+"""Functions that call numpy's functions on Python numbers (a setting passed as a float, a
+counter, a length, a flag) and then use the result as numpy's: the way such code is
+written, not the way srcgrad would like it."""
+import numpy as np
+
+
+def scaled_by_squared_rate(x, rate):
+    r2 = np.multiply(rate, rate)
+    weights = r2[None]  # a numpy float64 indexes like a 0-d array
+    return np.sum(x * weights)
+
+
+def damped(x, gain):
+    factor = np.divide(gain, 0.0)  # numpy: inf (and a warning), not ZeroDivisionError
+    return np.sum(x) * (2.0 if np.isinf(factor) else factor)
+
+
+def root_of_setting(x, level):
+    root = np.power(level, 0.5)  # numpy: nan for a negative level, not a complex number
+    return np.sum(x) + (0.0 if np.isnan(root) else root)
+
+
+def wrapped_count(x, n):
+    big = np.multiply(n, n)  # numpy's int64 wraps where a Python int would not
+    return np.sum(x) * float(big % 7)
+
+
+def flagged(x, clip):
+    if np.invert(clip):  # numpy: False for True (Python's ~True is -2, which is true)
+        return np.sum(x * x)
+    return np.sum(np.minimum(x, 1.0) ** 2)
+
+
+def item_of(x, shift):
+    s = np.negative(shift)
+    return np.sum(x + s.item())
+
+
+def asarray_of(x, scale):
+    return np.sum(x * np.asarray(scale)[None])
+
+
+def compared(x, threshold):
+    above = np.less(threshold, 2.0)
+    return np.sum(x * above[None])
+
+
+def of_length(x):
+    n = np.multiply(len(x), 2)
+    return np.sum(x) * n[None][0]
+
+
+def of_shape(x):
+    padded = np.add(x.shape, 1)  # an array [n + 1], where a tuple + 1 raises
+    return np.sum(x) * np.sum(padded)
+
+
+def grown(x, steps):
+    c = 1.0
+    for _ in range(steps):
+        c = np.multiply(c, 1.5)
+    return np.sum(x) * c[None][0]
+
+
+def product_of_arrays(x, y):
+    return np.sum(np.multiply(x, y) + np.add(x, 1.0))

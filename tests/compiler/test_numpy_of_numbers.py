@@ -1,0 +1,115 @@
+"""numpy's functions of Python numbers give numpy's values in the generated code.
+
+The op set writes np.multiply(a, b) as `a * b`, np.invert(a) as `~a`, np.asarray(a) as `a`:
+on Python numbers those compute in Python, so the generated code returned a Python float
+(no `[None]`, no `.item()`), raised ZeroDivisionError for numpy's inf, made a complex
+number for numpy's nan, did not wrap an int64 and took np.invert(True) to be -2: a
+crash, or a silently different value and gradient. Each function is checked against
+itself (the value) and finite differences (the gradient), and the class is closed by
+running every ufunc of the op set on Python numbers."""
+from __future__ import annotations
+
+import importlib.util
+import warnings
+
+import numpy as np
+import pytest
+
+import srcgrad
+from compiler_helpers import assert_close, finite_differences
+from runtime.ops.numpy_api import NUMPY
+
+import numpy_of_numbers_user as U
+
+X = np.array([0.5, -1.25, 2.0])
+
+CASES = [  # (function, the other arguments)
+    (U.scaled_by_squared_rate, (-1.8959903697874951,)),
+    (U.damped, (1.0,)),
+    (U.root_of_setting, (-8.0,)),
+    (U.root_of_setting, (9.0,)),
+    (U.wrapped_count, (2 ** 40,)),
+    (U.flagged, (True,)),
+    (U.flagged, (False,)),
+    (U.item_of, (0.75,)),
+    (U.asarray_of, (1.5,)),
+    (U.compared, (1.0,)),
+    (U.of_length, ()),
+    (U.of_shape, ()),
+    (U.grown, (3,)),
+    (U.product_of_arrays, (np.array([1.0, 2.0, -3.0]),)),
+]
+
+
+def _quiet(fn, *args):
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return fn(*args)
+
+
+@pytest.mark.parametrize("fn,rest", CASES, ids=[f"{f.__name__}-{r[:1]}" for f, r in CASES])
+def test_value_and_gradient_are_numpys(fn, rest):
+    args = (X.copy(),) + rest
+    want = _quiet(fn, *args)
+    value, grad = _quiet(srcgrad.value_and_grad(fn, wrt=0), *args)
+    assert_close(value, want, 1e-12, 0.0, f"{fn.__name__}: value")
+    fd = _quiet(finite_differences, fn, args, 0)
+    assert_close(grad, fd, 1e-6, 1e-8, f"{fn.__name__}: gradient")
+    out, pullback = _quiet(lambda: srcgrad.vjp(fn, *args, wrt=0))
+    assert_close(out, want, 1e-12, 0.0, f"{fn.__name__}: vjp's value")
+    assert_close(pullback(1.0), fd, 1e-6, 1e-8, f"{fn.__name__}: vjp")
+
+
+def test_a_numpy_function_of_arrays_costs_nothing_more():
+    """Operands that are arrays go as they are: no np.asarray in the generated code."""
+    source = srcgrad.grad(U.product_of_arrays, wrt=0).source
+    assert "asarray" not in source, source
+
+
+def test_a_number_operand_is_made_numpys_in_the_generated_code():
+    source = srcgrad.grad(U.scaled_by_squared_rate, wrt=0).source
+    assert "np.asarray(rate)" in source, source
+
+
+def _operators():
+    out = []
+    for f in sorted({f for f in NUMPY if isinstance(f, np.ufunc)}, key=lambda f: f.__name__):
+        if not isinstance(f, np.ufunc) or f is np.matmul:
+            continue  # (matmul takes no numbers, in numpy either)
+        ints = f.__name__.startswith(("bitwise", "invert"))
+        out.append((f, ints))
+    return out
+
+
+OPERANDS = {False: [(2.5, -1.5), (-8.0, 0.5), (3.0, 0.0), (0.0, 0.0), (-2.0, 3.0)],
+            True: [(True, False), (5, 3), (2 ** 40, 7), (True, True)]}
+
+
+@pytest.mark.parametrize("ufunc,ints", _operators(), ids=lambda v: getattr(v, "__name__", "ints" if v else "floats"))
+def test_every_ufunc_gives_numpys_result_on_numbers(ufunc, ints, tmp_path):
+    """The result's type and value are numpy's for Python numbers: it indexes as numpy's
+    does, and its value multiplies the gradient."""
+    params = ", ".join(f"a{k}" for k in range(ufunc.nin))
+    path = tmp_path / f"op_{ufunc.__name__}.py"
+    path.write_text(
+        "import numpy as np\n\n\n"
+        f"def f(x, {params}):\n"
+        f"    v = np.{ufunc.__name__}({params})\n"
+        "    return np.sum(x * v[None])\n")
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    compiled = srcgrad.value_and_grad(mod.f, wrt=0)
+    x = np.array([1.0, 2.0])
+    for operands in OPERANDS[ints]:
+        operands = operands[:ufunc.nin]
+        try:
+            want = _quiet(mod.f, x, *operands)
+        except (TypeError, ValueError):
+            continue  # (numpy refuses these operands too)
+        value, grad = _quiet(compiled, x, *operands)
+        v = _quiet(ufunc, *operands)
+        assert isinstance(v, np.generic)
+        np.testing.assert_array_equal(value, want, err_msg=f"{ufunc.__name__}{operands}")
+        np.testing.assert_array_equal(grad, np.broadcast_to(np.asarray(v, float), x.shape),
+                                      err_msg=f"{ufunc.__name__}{operands}: gradient")
