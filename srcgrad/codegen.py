@@ -391,6 +391,9 @@ class _Emitter:
             return self.mod.fixed(_array_literal(v))
         if isinstance(v, (tuple, slice)) and index_ctx:
             return self.mod.fixed(index_source(v))
+        if isinstance(v, numpy.floating):  # (numpy's scalar, not a weak Python float: with
+            # a float32 array, or Python numbers only, the result's type is numpy's)
+            return f"{self.mod.g('np')}.{type(v).__name__}({self.mod.fixed(literal(v))})"
         text = self.mod.fixed(literal(v))
         return f"({text})" if text.startswith("-") else text
 

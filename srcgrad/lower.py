@@ -2036,7 +2036,12 @@ class Lowerer(Protocols):
             if args and isinstance(args[0], (list, tuple)) and f not in _SEQUENCES and \
                     _of_numpy(f) and holds_array(args[0]):  # numpy makes the list an array
                 args = (as_array(args[0]),) + tuple(args[1:])
-            return adapter(*args, **kwargs)
+            out = adapter(*args, **kwargs)
+            if type(out) is float and _of_numpy(f) and not has_var((args, kwargs)):
+                # (the op set computes numbers in Python, for shape arithmetic: numpy's
+                # function gives its float64, which a float32 array does not keep float32)
+                return numpy.float64(out)
+            return out
         if isinstance(f, (_BoundMethod, Primitive)):
             return f(*args, **kwargs)
         if isinstance(f, _LocalFunction):

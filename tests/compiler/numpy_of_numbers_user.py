@@ -64,3 +64,20 @@ def grown(x, steps):
 
 def product_of_arrays(x, y):
     return np.sum(np.multiply(x, y) + np.add(x, 1.0))
+
+
+SCALE = np.float64(2.0)  # a module-level numpy scalar
+TENTH32 = np.float32(0.1)
+
+
+def scaled_by_global(x, rate):
+    v = rate * SCALE  # numpy's float64, not a Python float
+    return np.sum(x * v[None])
+
+
+def scaled_by_float32_setting(x, rate):
+    return np.sum(x) * (rate * TENTH32)  # float32 arithmetic, as numpy does it
+
+
+def scaled_by_root_two(x):
+    return np.sum(x * np.sqrt(2.0))  # numpy's float64: a float32 x gives float64

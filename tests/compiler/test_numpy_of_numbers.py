@@ -38,6 +38,9 @@ CASES = [  # (function, the other arguments)
     (U.of_shape, ()),
     (U.grown, (3,)),
     (U.product_of_arrays, (np.array([1.0, 2.0, -3.0]),)),
+    (U.scaled_by_global, (1.5,)),
+    (U.scaled_by_float32_setting, (1.5,)),
+    (U.scaled_by_root_two, ()),
 ]
 
 
@@ -113,3 +116,19 @@ def test_every_ufunc_gives_numpys_result_on_numbers(ufunc, ints, tmp_path):
         np.testing.assert_array_equal(value, want, err_msg=f"{ufunc.__name__}{operands}")
         np.testing.assert_array_equal(grad, np.broadcast_to(np.asarray(v, float), x.shape),
                                       err_msg=f"{ufunc.__name__}{operands}: gradient")
+
+
+@pytest.mark.parametrize("fn,rest", [(U.scaled_by_float32_setting, (1.5,)),
+                                     (U.scaled_by_root_two, ()), (U.scaled_by_global, (1.5,))],
+                         ids=lambda v: getattr(v, "__name__", ""))
+def test_numpy_scalar_constants_keep_their_type(fn, rest):
+    """A numpy scalar (a module's np.float64, np.sqrt(2.0) of a constant) is numpy's in the
+    generated code too: not a Python float, which numpy takes as weak (a float32 array
+    stays float32) and which is not indexable. The value is the function's own, exactly
+    and in its dtype."""
+    for x in (X.astype(np.float32), X):
+        want = fn(x, *rest)
+        value, grad = srcgrad.value_and_grad(fn, wrt=0)(x, *rest)
+        assert np.asarray(value).dtype == np.asarray(want).dtype, (x.dtype, value, want)
+        assert value == want, (x.dtype, value, want)
+        assert grad.dtype == x.dtype
