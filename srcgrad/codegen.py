@@ -31,7 +31,7 @@ import re
 import numpy
 
 from runtime.ops import helpers as _helpers
-from runtime.ops.core import literal
+from runtime.ops.core import call, literal
 from runtime.ops import linalg as _linalg
 from runtime.ops import shapes as _shapes
 from runtime.ops.lists import LIST_APPEND, LIST_GET
@@ -42,7 +42,7 @@ from . import scalars as _scalars
 from .scalars import constant as _number_literal
 from .ir import (COND, FOR, NEWSTACK, POP, PUSH, PYTHON, WHILE, Eqn, Graph, Var,
                  checked, iter_vars)
-from .staging import INT_VALUED, MAKE_SLICE, PACK
+from .staging import INT_VALUED, MAKE_SLICE, PACK, written_as_operator
 
 __all__ = ["FunctionCode", "ModuleCode", "JitOptions", "emit_module", "index_source",
            "loop_shape", "jit_dtype", "reads_deep"]
@@ -378,6 +378,7 @@ class _Emitter:
         self.namer = namer
         self.mod = mod
         self.inline: dict[int, str] = {}
+        self.numpy_operands: set[int] = set()  # see `_numpy_operands`
 
     def src(self, v, index_ctx=False) -> str:
         if isinstance(v, Var):
@@ -391,8 +392,9 @@ class _Emitter:
             return self.mod.fixed(_array_literal(v))
         if isinstance(v, (tuple, slice)) and index_ctx:
             return self.mod.fixed(index_source(v))
-        if isinstance(v, numpy.floating):  # (numpy's scalar, not a weak Python float: with
-            # a float32 array, or Python numbers only, the result's type is numpy's)
+        if isinstance(v, (numpy.floating, numpy.integer, numpy.bool_)):
+            # (numpy's scalar, not a weak Python number: with a float32 array, or Python
+            # numbers only, the result's type is numpy's; ~np.True_ is False, ~True is -2)
             return f"{self.mod.g('np')}.{type(v).__name__}({self.mod.fixed(literal(v))})"
         text = self.mod.fixed(literal(v))
         return f"({text})" if text.startswith("-") else text
@@ -418,6 +420,11 @@ class _Emitter:
                 e.ins[0].id in self.maybe_py or e.ins[0].kind == "meta"):
             # (may be a Python number at run time; a meta value is a Python int or tuple)
             return self.spell(p, ins, e.params, p.py_spell)
+        if self.numpy_operands and (p.elementwise or p is _linalg.matmul) and any(
+                isinstance(a, Var) and a.id in self.numpy_operands for a in e.ins) and \
+                written_as_operator(p):
+            # (numpy's function of Python numbers: numpy's result, see ops.numpy_operand)
+            return self.spell(p, ins, e.params, call(f"np.{p.name}"))
         if p.array_spell is not None and getattr(self.mod, "array_methods", False) and \
                 self._arrays(e.ins[:1] if p.array_ndim is None else e.ins, p.array_ndim) \
                 and ins[0].isidentifier():  # (an ndarray, by name)
@@ -532,6 +539,8 @@ def _emit_function(fc: FunctionCode, namer: _Namer, em: _Emitter, inputs, indent
     em.pushed = getattr(em, "pushed", {})
     _collect(fc.eqns, em)
     _python_numbers(fc.eqns, em.maybe_py, em.pushed)
+    em.numpy_operands = getattr(em, "numpy_operands", set())
+    _numpy_operands(fc.eqns, em.maybe_py, em.numpy_operands)
     em.floating = _floating_values(fc.eqns, getattr(em, "floating", set()) | fc.floats)
     extra = {v.id for v in fc.extra}
     for v in inputs:
@@ -744,6 +753,18 @@ def _collect(eqns, em):
             em.carries.update(c.id for c in e.params["carry"])
         for b in e.blocks():
             _collect(b.eqns, em)
+
+
+def _numpy_operands(eqns, maybe_py: set, out: set):
+    """Add to `out` the ids of the operands of numpy's functions written as operators
+    (ops.numpy_operand) that may be Python numbers (or are shapes and ints): a call that
+    reads one is written as numpy's function (`np.multiply(rate, w)`, see `_Emitter.expr`)."""
+    for e in eqns:
+        if e.prim is _shapes.numpy_operand and isinstance(e.ins[0], Var) and (
+                e.ins[0].id in maybe_py or e.ins[0].kind == "meta"):
+            out.add(e.outs[0].id)
+        for b in e.blocks():
+            _numpy_operands(b.eqns, maybe_py, out)
 
 
 def _python_numbers(eqns, out: set, pushed: "dict | None" = None):

@@ -225,13 +225,15 @@ def _of_numpy(f) -> bool:
 
 #: numpy functions whose primitive is written as a Python operator (`np.multiply(a, b)`
 #: as `a * b`), and np.asarray (written as its operand): given Python numbers only, the
-#: generated code would compute in Python, so an operand that may be one is made numpy's
-#: first (ops.as_numpy, see `Lowerer.numpy_operands`)
+#: generated code would compute in Python (see `Lowerer.numpy_operands`)
 _PYTHON_OPERATORS = frozenset(
     [f for f, p in numpy_api.UFUNCS.items() if isinstance(f, numpy.ufunc) and
      not p.spell([f"a{k}" for k in range(f.nin)], {}, p.defaults).startswith("np.")] +
     [numpy.deg2rad, numpy.radians, numpy.rad2deg, numpy.degrees, numpy.asarray,
      numpy.asanyarray])
+
+#: numpy's type for a Python number a numpy function of numbers gives, folded
+_FOLDED = {float: numpy.float64, int: numpy.int64, bool: numpy.bool_}
 
 _SIDE_EFFECTS = {builtins.print: "print()", builtins.input: "input()",
                  builtins.open: "open()", builtins.exec: "exec()", builtins.eval: "eval()"}
@@ -2032,15 +2034,18 @@ class Lowerer(Protocols):
         if adapter is not None:
             self.no_conversions(f, list(args) + list(kwargs.values()), node)
             if f in _PYTHON_OPERATORS:
-                args = self.numpy_operands(args)
+                args = self.numpy_operands(f, args)
             if args and isinstance(args[0], (list, tuple)) and f not in _SEQUENCES and \
                     _of_numpy(f) and holds_array(args[0]):  # numpy makes the list an array
                 args = (as_array(args[0]),) + tuple(args[1:])
             out = adapter(*args, **kwargs)
-            if type(out) is float and _of_numpy(f) and not has_var((args, kwargs)):
+            if f in _PYTHON_OPERATORS and isinstance(out, Var) and out.kind == "array":
+                self.b.numpy_made.add(out.id)  # (see numpy_operands)
+            if type(out) in _FOLDED and _of_numpy(f) and not has_var((args, kwargs)):
                 # (the op set computes numbers in Python, for shape arithmetic: numpy's
-                # function gives its float64, which a float32 array does not keep float32)
-                return numpy.float64(out)
+                # function gives its float64, which a float32 array does not keep float32,
+                # its int64, and its bool, whose ~ is not -2)
+                return _FOLDED[type(out)](out)
             return out
         if isinstance(f, (_BoundMethod, Primitive)):
             return f(*args, **kwargs)
@@ -2061,16 +2066,19 @@ class Lowerer(Protocols):
             return result
         return self.apply_python(f, args, kwargs, node)
 
-    def numpy_operands(self, args) -> list:
+    def numpy_operands(self, f, args) -> list:
         """`args` of a numpy function written as a Python operator (`_PYTHON_OPERATORS`),
-        with the first that may be a Python number at run time made numpy's (as_numpy),
-        unless an operand is numpy's already: numpy's result, not Python's, follows."""
+        given Python numbers numpy's way: unless an operand is numpy's already, the first
+        that may be a Python number at run time is marked (ops.numpy_operand), and the call
+        that reads it is written as numpy's function where it may be one; np.asarray's
+        operand is made a 0-d array (ops.as_numpy)."""
         if any(self.numpy_valued(a) for a in args):
             return list(args)
         out = list(args)
         for k, a in enumerate(out):
             if isinstance(a, Var) and a.kind in ("array", "meta"):  # (meta: x.shape, n)
-                out[k] = ops.as_numpy(a)
+                asarray = f in (numpy.asarray, numpy.asanyarray)
+                out[k] = ops.as_numpy(a) if asarray else ops.numpy_operand(a)
                 break
         return out
 

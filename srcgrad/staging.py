@@ -24,7 +24,7 @@ from runtime.ops.core import Primitive, call
 from .guards import Reads
 from .ir import SCALAR, Eqn, Loc, StaticValueNeeded, Var, has_var, set_builder
 
-__all__ = ["Builder", "staging", "floating_dclass", "known", "known_shape", "dtype_class", "known_out_shape", "number_spread", "PACK", "MAKE_SLICE", "LEN", "INT", "INT_VALUED",
+__all__ = ["Builder", "staging", "written_as_operator", "keeps_numbers", "numpy_made", "floating_dclass", "known", "known_shape", "dtype_class", "known_out_shape", "number_spread", "PACK", "MAKE_SLICE", "LEN", "INT", "INT_VALUED",
            "CHECK_SCALAR", "IS_NONE", "holds_array", "as_array"]
 
 
@@ -335,12 +335,13 @@ def keeps_numbers(prim) -> bool:
         found = _KEEPS[prim] = prim is not ops.as_numpy and (
             prim.kind == "list" or prim.name in ("python", "sum_to", "to_float", "cast_into",
                                                   "cast_like", "convert_like")
-            or (prim.view and not prim.fresh) or (prim.elementwise and _operator(prim)))
+            or (prim.view and not prim.fresh) or
+            (prim.elementwise and written_as_operator(prim)))
     return found
 
 
-def _operator(prim) -> bool:
-    """Is the elementwise `prim` written as a Python operator (`{0} * {1}`, `-{0}`)?"""
+def written_as_operator(prim) -> bool:
+    """Is `prim` written as a Python operator (`{0} * {1}`, `-{0}`, `{0} @ {1}`)?"""
     try:
         text = prim.spell(["a0", "a1", "a2"], {}, prim.defaults)
     except Exception:  # (a spelling that needs parameters: not an operator)

@@ -23,8 +23,8 @@ __all__ = [
     "setitem", "zeros_like", "ones_like", "cast_like", "like_arg", "cast_into", "convert_like", "float_gate", "astype",
     "astype_of", "zeros", "ones", "full", "eye",
     "arange", "broadcast_shapes", "concat_index", "is_basic_index", "to_device", "stop_gradient",
-    "to_float", "as_numpy", "diag", "diag_grad", "diagonal", "diagonal_grad", "tril", "triu",
-    "repeat",
+    "to_float", "as_numpy", "numpy_operand", "diag", "diag_grad", "diagonal",
+    "diagonal_grad", "tril", "triu", "repeat",
     "repeat_grad", "tile", "tile_grad", "pad", "crop_index", "pad_gather_index", "roll",
     "split_index", "split_check", "along_axis_index", "atleast_shape", "column_shape",
     "argsort", "argmax", "argmin", "replace_dim", "weights_shape", "linspace",
@@ -496,15 +496,23 @@ def vjp_as_numpy(g, out, x):
     return g
 
 
-# numpy's function of Python numbers gives numpy's scalar, where the Python operator it is
-# written with (`a * b`) gives Python's: a float with no `[None]` or `.item()`, a
-# ZeroDivisionError for numpy's inf, an int that does not wrap, -2 for np.invert(True).
-# The lowering puts this on an operand of such a function that may be a Python number at
-# run time; it is written `x` itself where the generated code knows x is not one.
+# np.asarray(x) of a Python number is a 0-d array: the generated code writes it `x` where
+# it knows x is an array, `np.asarray(x)` where x may be a number
 as_numpy = defop("as_numpy", _as_numpy, vjp_as_numpy, view=True, reads_inputs=False,
                  dtype="same", shape_like=0, spell=fmt("{0}"), py_spell=call("np.asarray"),
                  doc="x as numpy holds it: a Python number becomes a 0-d array "
                  "(what np.asarray(x) gives); an array is itself")
+# numpy's function of Python numbers gives numpy's scalar, where the Python operator it is
+# written with (`a * b`) gives Python's: a float with no `[None]` or `.item()`, a
+# ZeroDivisionError for numpy's inf, an int that does not wrap, -2 for np.invert(True).
+# The lowering puts this on an operand of such a call that may be a Python number at run
+# time; where it may be one, the generated code writes the call numpy's way
+# (`np.multiply(rate, w)`), which also keeps numpy's rule that a Python number is weak (a
+# float32 w stays float32; np.asarray(rate) would make it float64).
+numpy_operand = defop("numpy_operand", lambda x: x, vjp_as_numpy, view=True,
+                      reads_inputs=False, dtype="same", shape_like=0, spell=fmt("{0}"),
+                      doc="x itself, an operand of a numpy function of Python numbers: the "
+                      "call that reads it is written as numpy's function, not an operator")
 zeros_like = defop("zeros_like", _zeros_like, differentiable=False, creator=True,
                    spell=call("np.zeros_like"), dtype="same", shape_like=0)
 ones_like = defop("ones_like", _ones_like, differentiable=False, creator=True,

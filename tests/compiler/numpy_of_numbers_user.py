@@ -81,3 +81,38 @@ def scaled_by_float32_setting(x, rate):
 
 def scaled_by_root_two(x):
     return np.sum(x * np.sqrt(2.0))  # numpy's float64: a float32 x gives float64
+
+
+def shifted_bytes(x, s, w):
+    return np.sum(x * np.subtract(s, w))  # a Python int is weak: uint8 arithmetic wraps
+
+
+def step_of(x, lr, w):
+    return np.sum(x * np.multiply(lr, w))  # a Python float is weak: float32 w stays float32
+
+
+def counted(x, w):
+    out = 0.0
+    for i in range(3):
+        out = out + np.multiply(i, w)
+    return np.sum(x * out)
+
+
+def inverted_constant(x):
+    return np.sum(x * ~np.less(1, 2))  # numpy's False: ~True would be -2
+
+
+def inverted_branch(x, s):
+    flag = np.True_ if s > 0 else np.False_
+    return np.sum(x * ~flag)
+
+
+def mean_by_size(x):
+    return np.sum(x) / np.prod(x.shape)  # numpy's int64: a float32 sum becomes float64
+
+
+N64 = np.int64(3)
+
+
+def divided_by_global(x):
+    return np.sum(x / N64)

@@ -69,9 +69,44 @@ def test_a_numpy_function_of_arrays_costs_nothing_more():
     assert "asarray" not in source, source
 
 
-def test_a_number_operand_is_made_numpys_in_the_generated_code():
+def test_a_call_of_numbers_is_written_as_numpys_function():
     source = srcgrad.grad(U.scaled_by_squared_rate, wrt=0).source
-    assert "np.asarray(rate)" in source, source
+    assert "np.multiply(" in source and "rate * rate" not in source, source
+
+
+U8 = np.array([1, 2, 3], np.uint8)
+W32 = np.array([0.1, -0.7, 0.3], np.float32)
+DTYPE_CASES = [  # (function, arguments): the value is the function's, in its type
+    (U.shifted_bytes, (X, 1, U8)),
+    (U.step_of, (X.astype(np.float32), 0.1, W32)),
+    (U.step_of, (X, 0.1, W32)),
+    (U.counted, (X, W32)),
+    (U.counted, (X.astype(np.float32), W32)),
+    (U.inverted_constant, (X,)),
+    (U.inverted_branch, (X, 1.0)),
+    (U.inverted_branch, (X, -1.0)),
+    (U.mean_by_size, (X.astype(np.float32),)),
+    (U.divided_by_global, (X.astype(np.float32),)),
+]
+
+
+@pytest.mark.parametrize("fn,args", DTYPE_CASES,
+                         ids=[f"{f.__name__}-{k}" for k, (f, _) in enumerate(DTYPE_CASES)])
+@pytest.mark.parametrize("specialize", [False, True], ids=["polymorphic", "specialized"])
+def test_numbers_combine_with_arrays_as_in_numpy(fn, args, specialize):
+    """A Python number is weak to numpy (`np.subtract(1, w)` of a uint8 w wraps in uint8,
+    `np.multiply(0.1, w)` of a float32 w is float32), numpy's scalars are not; a folded
+    numpy call of numbers is numpy's (~np.less(1, 2) is False). Exactly the function's
+    value and gradient, from the first call to the specialized variant's."""
+    want = _quiet(fn, *args)
+    fd = _quiet(finite_differences, fn, args, 0)
+    g = srcgrad.value_and_grad(fn, wrt=0, specialize=specialize)
+    for _ in range(4):  # (the specialized variant runs from the third call)
+        value, grad = _quiet(g, *args)
+        assert np.asarray(value).dtype == np.asarray(want).dtype, (value, want)
+        assert value == want, (value, want)
+        assert_close(grad, fd, 1e-4 if args[0].dtype == np.float32 else 1e-6, 1e-6,
+                     f"{fn.__name__}: gradient")
 
 
 def _operators():
