@@ -46,6 +46,9 @@ _KEEP = object()
 def _is_const(v, value=None) -> bool:
     if isinstance(v, Var) or not isinstance(v, numbers.Number) or isinstance(v, bool):
         return False
+    if value is not None and isinstance(v, numpy.generic):
+        return False  # (numpy's scalar is strong: x * np.float64(1.0) of a float32 x, or
+        # of a Python number, is numpy's float64, not x)
     return value is None or v == value
 
 
@@ -675,10 +678,15 @@ _CHAINS = (ops.shape, ops.reduced_size)
 
 def _simplify(e: Eqn, c: _Ctx):
     """A replacement value for e's output, or _KEEP."""
+    if any(_producer_is(c, a, ops.numpy_operand) for a in e.ins):
+        return _KEEP  # numpy's function of Python numbers: `np.multiply(rate, 1.0)` is
+        # numpy's float64, not rate (see ops.numpy_operand)
     rule = _REWRITES.get(e.prim)
     r = _KEEP if rule is None else rule(e, c)
     if r is _KEEP and e.prim.elementwise:
         r = _unbroadcast(e, c)
+    if isinstance(r, Var) and _producer_is(c, r, ops.numpy_operand):
+        return _KEEP  # (-np.negative(rate): the same)
     return r
 
 

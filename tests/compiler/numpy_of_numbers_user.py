@@ -116,3 +116,22 @@ N64 = np.int64(3)
 
 def divided_by_global(x):
     return np.sum(x / N64)
+
+
+ONE = np.float64(1.0)
+
+
+def times_one(x, rate, w):
+    return np.sum(x * (np.multiply(rate, 1.0) * w))  # numpy's float64 times w: float64
+
+
+def negated_twice(x, rate, w):
+    return np.sum(x * (np.negative(np.negative(rate)) * w))
+
+
+def plus_zero_indexed(x, rate):
+    return np.sum(x * np.add(rate, 0.0)[None])
+
+
+def times_numpy_one(x, rate):
+    return np.sum(x * (rate * ONE)[None])  # rate * np.float64(1.0) is numpy's, not rate

@@ -87,6 +87,11 @@ DTYPE_CASES = [  # (function, arguments): the value is the function's, in its ty
     (U.inverted_branch, (X, -1.0)),
     (U.mean_by_size, (X.astype(np.float32),)),
     (U.divided_by_global, (X.astype(np.float32),)),
+    # (identities the optimizer knows, x * 1 and -(-x), of numpy's values of numbers)
+    (U.times_one, (X.astype(np.float32), 0.7, W32)),
+    (U.negated_twice, (X.astype(np.float32), 0.7, W32)),
+    (U.plus_zero_indexed, (X.astype(np.float32), 0.7)),
+    (U.times_numpy_one, (X.astype(np.float32), 0.7)),
 ]
 
 
