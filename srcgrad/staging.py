@@ -333,9 +333,9 @@ def keeps_numbers(prim) -> bool:
     found = _KEEPS.get(prim)
     if found is None:
         found = _KEEPS[prim] = prim is not ops.as_numpy and (
-            prim.kind == "list" or prim.name in ("python", "sum_to", "to_float", "cast_into",
-                                                  "cast_like", "convert_like")
-            or (prim.view and not prim.fresh) or
+            prim.kind == "list" or prim.custom or  # (a rule of the user's may return one)
+            prim.name in ("python", "sum_to", "to_float", "cast_into", "cast_like",
+                          "convert_like") or (prim.view and not prim.fresh) or
             (prim.elementwise and written_as_operator(prim)))
     return found
 
@@ -353,8 +353,8 @@ def written_as_operator(prim) -> bool:
 def numpy_made(prim, args, made: set) -> bool:
     """Is the result of `prim(*args)` numpy's at run time, never a Python number? (`made`:
     the ids of values known to be numpy's)."""
-    if prim.name == "to_float" or prim.name == "python":
-        return False
+    if prim.custom or prim.name in ("to_float", "python"):
+        return False  # (what they return is not known from what they are given)
     return not keeps_numbers(prim) or any(
         (isinstance(a, Var) and a.kind == "array" and a.id in made) or
         isinstance(a, (numpy.ndarray, numpy.generic)) for a in args)

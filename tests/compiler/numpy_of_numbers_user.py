@@ -3,6 +3,8 @@ counter, a length, a flag) and then use the result as numpy's: the way such code
 written, not the way srcgrad would like it."""
 import numpy as np
 
+import srcgrad
+
 
 def scaled_by_squared_rate(x, rate):
     r2 = np.multiply(rate, rate)
@@ -135,3 +137,18 @@ def plus_zero_indexed(x, rate):
 
 def times_numpy_one(x, rate):
     return np.sum(x * (rate * ONE)[None])  # rate * np.float64(1.0) is numpy's, not rate
+
+
+@srcgrad.primitive
+def halved(s):
+    return float(s) / 2  # a rule of the user's that returns a Python float
+
+
+@halved.defvjp
+def _halved_vjp(g, out, s):
+    return g / 2
+
+
+def custom_then_numpy(x, s):
+    v = np.multiply(halved(s), 2.0)  # numpy's float64 of the Python float
+    return np.sum(x * v[None])

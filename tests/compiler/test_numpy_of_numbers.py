@@ -92,6 +92,7 @@ DTYPE_CASES = [  # (function, arguments): the value is the function's, in its ty
     (U.negated_twice, (X.astype(np.float32), 0.7, W32)),
     (U.plus_zero_indexed, (X.astype(np.float32), 0.7)),
     (U.times_numpy_one, (X.astype(np.float32), 0.7)),
+    (U.custom_then_numpy, (X, 3.0)),  # (a custom op's result may be a Python number)
 ]
 
 
