@@ -980,11 +980,6 @@ class _BlockCtx:
                 tag = "grad of: " if e.phase == "bwd" else ""
                 lines.append(f"{ind}# {tag}{e.loc.text}   ({e.loc.short()})")
                 group = key
-            if e.prim is _shapes.numpy_operand and isinstance(e.ins[0], Var) and \
-                    e.ins[0].id in self.namer.names and o.id not in self.namer.names:
-                # (x itself, under x's name: the call that reads it is numpy's)
-                self.namer.names[o.id] = self.namer.names[e.ins[0].id]
-                continue
             if i in absorb:
                 self._scatter_add_into(e, eqns[absorb[i][0]], absorb[i][1], i, last_use, ind,
                                        lines)

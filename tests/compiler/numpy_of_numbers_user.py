@@ -152,3 +152,10 @@ def _halved_vjp(g, out, s):
 def custom_then_numpy(x, s):
     v = np.multiply(halved(s), 2.0)  # numpy's float64 of the Python float
     return np.sum(x * v[None])
+
+
+def squared_running(x, n):
+    acc = 0.0  # a Python number first, then numpy's
+    for i in range(n):
+        acc = np.multiply(acc, acc) + x[i]
+    return acc

@@ -38,6 +38,7 @@ CASES = [  # (function, the other arguments)
     (U.of_shape, ()),
     (U.grown, (3,)),
     (U.product_of_arrays, (np.array([1.0, 2.0, -3.0]),)),
+    (U.squared_running, (3,)),  # (the marked carry is saved for the gradient, then rebound)
     (U.scaled_by_global, (1.5,)),
     (U.scaled_by_float32_setting, (1.5,)),
     (U.scaled_by_root_two, ()),
