@@ -320,7 +320,7 @@ class Builder:
             out.dclass = dtype_class(numpy.float64)  # np.broadcast_to(1.0, s): float64
 
 
-# ---- shapes known at compile time (a variant specialized to its arguments' shapes) --------
+# ---- which values may be Python numbers at run time (numpy's functions give numpy's) ----
 
 _KEEPS: dict = {}
 
@@ -359,6 +359,8 @@ def numpy_made(prim, args, made: set) -> bool:
         (isinstance(a, Var) and a.kind == "array" and a.id in made) or
         isinstance(a, (numpy.ndarray, numpy.generic)) for a in args)
 
+
+# ---- shapes known at compile time (a variant specialized to its arguments' shapes) --------
 
 def known(shape: tuple) -> tuple:
     """The shape class of values of this one shape (`SCALAR` for 0-d)."""
