@@ -334,7 +334,8 @@ class CompiledFunction:
         if jit is not None:
             from .jit import Unlike, large_form, unlike_numpy
 
-            found = unlike_numpy(opt.eqns)
+            found = unlike_numpy(opt.eqns, {  # (the parameters that are Python ints)
+                v.id for v, w in zip(graph.inputs, spec or ()) if w in (int, bool)})
             if found is not None:
                 raise Unlike(self.fun.__qualname__, *found)
             if at is not None and _holds_dict(opt.outputs[0][at]):  # (f's own value, its

@@ -32,6 +32,7 @@ import numpy
 
 from runtime.ops import helpers as _helpers
 from runtime.ops.core import call, literal
+from runtime.ops import elementwise as _elementwise
 from runtime.ops import linalg as _linalg
 from runtime.ops import shapes as _shapes
 from runtime.ops.lists import LIST_APPEND, LIST_GET
@@ -52,7 +53,11 @@ _KEYWORDS = set(keyword.kwlist)
 # builtins the emitted code is known to call; a local never takes one of these names (one
 # it calls that is not listed here is found when the module is checked, see emit_module)
 _BUILTINS = {"range", "reversed", "list", "len", "int", "float", "slice", "type",
-             "ArithmeticError", "ValueError"}
+             "ArithmeticError", "ValueError", "abs", "max", "min"}
+# Python's functions of numbers that the user's abs(), max() and min() are staged as: where
+# their operands may all be Python numbers they are written so (see ops.python_operand)
+_PYTHON_BUILTINS = {_elementwise.absolute: "abs", _elementwise.maximum: "max",
+                    _elementwise.minimum: "min"}
 # a bare name the code calls or reads an attribute of (`np.sin(`, `sum_to(`), outside quotes
 _READ = re.compile(r"""('[^']*'|"[^"]*")|(?<![\w.])([A-Za-z_]\w*)(?=\s*[.(])""")
 _HOLE = "\x00{}\x00"  # an operand's place in a spelling, filled after renaming
@@ -379,6 +384,7 @@ class _Emitter:
         self.mod = mod
         self.inline: dict[int, str] = {}
         self.numpy_operands: set[int] = set()  # see `_numpy_operands`
+        self.python_operands: set[int] = set()  # the same, of ops.python_operand
 
     def src(self, v, index_ctx=False) -> str:
         if isinstance(v, Var):
@@ -420,6 +426,12 @@ class _Emitter:
                 e.ins[0].id in self.maybe_py or e.ins[0].kind == "meta"):
             # (may be a Python number at run time; a meta value is a Python int or tuple)
             return self.spell(p, ins, e.params, p.py_spell)
+        if self.python_operands and p in _PYTHON_BUILTINS and any(
+                isinstance(a, Var) and a.id in self.python_operands for a in e.ins) and all(
+                not isinstance(a, Var) or a.id in self.maybe_py or a.kind == "meta"
+                for a in e.ins):
+            # (Python's abs(), max() or min() of Python numbers: Python's result)
+            return self.spell(p, ins, e.params, call(self.mod.builtin(_PYTHON_BUILTINS[p])))
         if self.numpy_operands and (p.elementwise or p is _linalg.matmul) and any(
                 isinstance(a, Var) and a.id in self.numpy_operands for a in e.ins) and \
                 written_as_operator(p):
@@ -541,6 +553,8 @@ def _emit_function(fc: FunctionCode, namer: _Namer, em: _Emitter, inputs, indent
     _python_numbers(fc.eqns, em.maybe_py, em.pushed)
     em.numpy_operands = getattr(em, "numpy_operands", set())
     _numpy_operands(fc.eqns, em.maybe_py, em.numpy_operands)
+    em.python_operands = getattr(em, "python_operands", set())
+    _numpy_operands(fc.eqns, em.maybe_py, em.python_operands, _shapes.python_operand)
     em.floating = _floating_values(fc.eqns, getattr(em, "floating", set()) | fc.floats)
     extra = {v.id for v in fc.extra}
     for v in inputs:
@@ -755,16 +769,18 @@ def _collect(eqns, em):
             _collect(b.eqns, em)
 
 
-def _numpy_operands(eqns, maybe_py: set, out: set):
+def _numpy_operands(eqns, maybe_py: set, out: set, marker=_shapes.numpy_operand):
     """Add to `out` the ids of the operands of numpy's functions written as operators
     (ops.numpy_operand) that may be Python numbers (or are shapes and ints): a call that
-    reads one is written as numpy's function (`np.multiply(rate, w)`, see `_Emitter.expr`)."""
+    reads one is written as numpy's function (`np.multiply(rate, w)`, see `_Emitter.expr`).
+    With `marker` ops.python_operand: the operands of Python's abs(), max() and min(),
+    where a call that reads one is written as Python's."""
     for e in eqns:
-        if e.prim is _shapes.numpy_operand and isinstance(e.ins[0], Var) and (
+        if e.prim is marker and isinstance(e.ins[0], Var) and (
                 e.ins[0].id in maybe_py or e.ins[0].kind == "meta"):
             out.add(e.outs[0].id)
         for b in e.blocks():
-            _numpy_operands(b.eqns, maybe_py, out)
+            _numpy_operands(b.eqns, maybe_py, out, marker)
 
 
 def _python_numbers(eqns, out: set, pushed: "dict | None" = None):

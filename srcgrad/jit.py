@@ -28,7 +28,9 @@ import numpy
 import ast
 
 from .errors import SrcgradError
-from .ir import PYTHON, Var
+from runtime.ops import shapes as _shapes
+
+from .ir import COND, FOR, PYTHON, WHILE, Var
 
 __all__ = ["INSTALL", "require", "accept", "compile_now", "failure", "SCALAR_OPS", "CHEAP_OPS",
            "STREAMING", "LARGE", "VECTOR_CALLS", "large_form", "unlike_numpy", "Unlike"]
@@ -409,7 +411,8 @@ class Unlike(SrcgradError):
                          f"{what}{where}. It runs the numpy code instead")
 
 
-def unlike_numpy(eqns) -> "tuple | None":
+def unlike_numpy(eqns, ints: "set | None" = None, marked: "set | None" = None
+                 ) -> "tuple | None":
     """(what, equation) for the first equation numba would compute with another meaning than
     numpy's, else None: then the numpy code runs.
     - A statement run as written (but `assert` and `raise`): numba compiles a random draw
@@ -423,14 +426,36 @@ def unlike_numpy(eqns) -> "tuple | None":
     - Arithmetic on float32 (or float16) values: numba computes a float32 value with a
       Python float constant in float64 (`x + 1e-8` is not x, a tie with 0.1 is none, an
       overflow to inf is finite), and float32 times an int64 array in float32, where
-      numpy gives float64."""
+      numpy gives float64.
+    - Arithmetic on Python ints (a parameter, what is made of one) that Python computes
+      exactly where numba's int64 wraps or differs: `n * n`, `n ** 40` past 2**63,
+      `2 ** -i` (Python: a float, numba: 0), `n // 0` (Python raises, numba gives 0).
+    - Python's abs(), max() and min() of Python numbers (ops.python_operand): numba's
+      max(1.0, nan) is nan where Python's is 1.0, its abs(n) an int64."""
     from .fusion import jit_dtype
 
+    if marked is None:  # (the whole program; `ints`: its parameters that are Python ints)
+        ints = python_ints(eqns, set(ints or ()))
+        marked = set()  # (ids of ops.python_operand's results)
     for e in eqns:
         if e.prim is PYTHON and not isinstance(e.params["code"].node, (ast.Assert, ast.Raise)):
             return "a statement that runs as written (numba would run it with its own " \
                 "meaning where it can compile it at all: a random draw, for one, from " \
                 "numba's generator, not numpy's)", e
+        if e.prim is _shapes.python_operand:
+            marked.add(e.outs[0].id)
+        if (e.prim.name in ("maximum", "minimum") and any(
+                isinstance(a, Var) and a.id in marked for a in e.ins)) or (
+                e.prim is _shapes.python_operand and e.ins[0].id in ints):
+            return "Python's max() or min() of Python numbers, or abs() of an int (numba " \
+                "computes them with its own rules: max(1.0, nan) is nan, an int wraps at " \
+                "2**63)", e
+        if e.prim.name in _EXACT_IN_PYTHON and e.var_ins() and not (
+                e.prim.name in ("floor_divide", "remainder") and _nonzero_int(e.ins[1])) and all(
+                a.id in ints if isinstance(a, Var) else
+                isinstance(a, int) and not isinstance(a, numpy.generic) for a in e.ins):
+            return "arithmetic on Python ints (Python computes it exactly, numba in int64: " \
+                "it wraps at 2**63, and 2 ** -n is 0)", e
         if e.prim.elementwise and (e.prim.differentiable or e.prim.dtype is not None):
             kinds = [jit_dtype(v) for v in e.ins if isinstance(v, Var) and v.kind == "array"]
             out = jit_dtype(e.outs[0]) if e.outs and isinstance(e.outs[0], Var) else None
@@ -445,10 +470,65 @@ def unlike_numpy(eqns) -> "tuple | None":
                 return f"integer arithmetic ({', '.join(sorted(set(exact)))} operands: " \
                     "numpy computes in their dtype, numba in its own)", e
         for b in e.blocks():
-            found = unlike_numpy(b.eqns)
+            found = unlike_numpy(b.eqns, ints, marked)
             if found is not None:
                 return found
     return None
+
+
+# what Python computes on ints otherwise than numba's int64 (which wraps, gives 0 for a
+# negative power and for a division by zero). Sums and differences are left to numba:
+# they wrap only past 2**63, out of reach of an index or a count (numba refuses an
+# argument past int64)
+_EXACT_IN_PYTHON = frozenset({"multiply", "power", "left_shift", "floor_divide", "remainder",
+                              "divide", "true_divide", "negative", "absolute"})
+# ops that give a Python int of Python ints (Python's operators, and abs, max and min)
+_INT_OF_INTS = frozenset({"add", "subtract", "multiply", "power", "floor_divide", "remainder",
+                          "negative", "absolute", "maximum", "minimum", "left_shift",
+                          "right_shift", "bitwise_and", "bitwise_or", "bitwise_xor",
+                          "invert", "less", "less_equal", "greater", "greater_equal",
+                          "equal", "not_equal", "python_operand", "sum_to", "cast_like",
+                          "positive"})
+
+
+def _nonzero_int(a) -> bool:
+    """Is `a` an int constant other than 0 (by which numba's // and % are Python's)?"""
+    return isinstance(a, (int, numpy.integer)) and not isinstance(a, bool) and a != 0
+
+
+def python_ints(eqns, ints: set) -> set:
+    """Add to `ints` the ids of the values of `eqns` that may be Python ints (or bools) at
+    run time: `ints` holds the parameters that are; a loop's index, int() and len() make
+    one, and Python's operators of them (but /) give one."""
+    from .staging import INT, LEN
+
+    def is_int(a):
+        return a.id in ints if isinstance(a, Var) else (
+            isinstance(a, int) and not isinstance(a, numpy.generic))
+
+    for _ in range(3):  # (loops feed back)
+        for e in eqns:
+            op = e.prim
+            if op in (INT, LEN):
+                ints.update(o.id for o in e.outs)
+            elif op is FOR or op is WHILE:
+                if op is FOR and isinstance(e.params.get("index"), Var):
+                    ints.add(e.params["index"].id)
+                inits = e.ins[3:] if op is FOR else e.ins
+                for c, i, n, o in zip(e.params["carry"], inits, e.params["body"].outs,
+                                      e.outs):
+                    if is_int(i) or is_int(n):
+                        ints.update((c.id, o.id))
+            elif op is COND:
+                ints.update(o.id for o, a, b in zip(e.outs, e.params["then"].outs,
+                                                     e.params["else"].outs)
+                            if is_int(a) or is_int(b))
+            elif op.name in _INT_OF_INTS and e.outs and e.var_ins() and all(
+                    is_int(a) for a in e.ins if not isinstance(a, tuple)):
+                ints.add(e.outs[0].id)
+            for b in e.blocks():
+                python_ints(b.eqns, ints)
+    return ints
 
 
 def _values(e) -> list:

@@ -2184,7 +2184,9 @@ class Lowerer(Protocols):
         (v,) = args
         if python_method(v, "__abs__") is not None:
             return self.protocol(v, "__abs__", node)
-        return ops.absolute(v) if has_var(v) else abs(v)
+        if not has_var(v):
+            return abs(v)
+        return self.python_builtin(ops.absolute, [v])
 
     def call_pow(self, f, args, kwargs, node):
         if len(args) == 2 and not kwargs:
@@ -2208,7 +2210,26 @@ class Lowerer(Protocols):
         prim = ops.minimum if f is builtins.min else ops.maximum
         out = items[0]
         for v in items[1:]:
-            out = prim(out, v)
+            out = self.python_builtin(prim, [out, v])
+        return out
+
+    def python_builtin(self, prim, args):
+        """Python's abs(), max() or min() of `args` (staged as `prim`): where no operand
+        is numpy's, the first that may be a Python number is marked (ops.python_operand),
+        and the generated code writes the call as Python's where all may be numbers:
+        `abs(n) ** 40` of an int n must not wrap at 2**63, max(1.0, nan) is 1.0."""
+        if any(self.numpy_valued(a) for a in args):
+            return prim(*args)
+        marked = list(args)
+        for k, a in enumerate(marked):
+            if isinstance(a, Var) and a.kind in ("array", "meta"):
+                marked[k] = ops.python_operand(a)
+                break
+        else:
+            return prim(*args)
+        out = prim(*marked)
+        if isinstance(out, Var):
+            self.b.numpy_made.discard(out.id)  # (Python's number where it is given them)
         return out
 
     def call_sum(self, f, args, kwargs, node):

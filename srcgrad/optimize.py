@@ -678,14 +678,16 @@ _CHAINS = (ops.shape, ops.reduced_size)
 
 def _simplify(e: Eqn, c: _Ctx):
     """A replacement value for e's output, or _KEEP."""
-    if any(_producer_is(c, a, ops.numpy_operand) for a in e.ins):
+    if any(_producer_is(c, a, ops.numpy_operand) or _producer_is(c, a, ops.python_operand)
+           for a in e.ins):
         return _KEEP  # numpy's function of Python numbers: `np.multiply(rate, 1.0)` is
         # numpy's float64, not rate (see ops.numpy_operand)
     rule = _REWRITES.get(e.prim)
     r = _KEEP if rule is None else rule(e, c)
     if r is _KEEP and e.prim.elementwise:
         r = _unbroadcast(e, c)
-    if isinstance(r, Var) and _producer_is(c, r, ops.numpy_operand):
+    if isinstance(r, Var) and (_producer_is(c, r, ops.numpy_operand) or
+                               _producer_is(c, r, ops.python_operand)):
         return _KEEP  # (-np.negative(rate): the same)
     return r
 

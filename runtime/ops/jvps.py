@@ -23,7 +23,7 @@ LINEAR = {
     "broadcast_to", "sum_to", "concatenate", "stack", "flip", "getitem", "scatter_add",
     "setitem", "cast_like", "like_arg", "cast_into", "astype", "sum", "mean", "trace",
     "trace_transpose",
-    "to_device", "as_numpy", "numpy_operand",
+    "to_device", "as_numpy", "numpy_operand", "python_operand",
     "to_float", "copy", "diag", "diag_grad", "diagonal", "diagonal_grad", "tril", "triu", "repeat",
     "repeat_grad", "tile", "tile_grad", "roll", "cumsum",
     "nonzero_divisor", "float_gate",

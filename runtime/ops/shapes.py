@@ -23,7 +23,7 @@ __all__ = [
     "setitem", "zeros_like", "ones_like", "cast_like", "like_arg", "cast_into", "convert_like", "float_gate", "astype",
     "astype_of", "zeros", "ones", "full", "eye",
     "arange", "broadcast_shapes", "concat_index", "is_basic_index", "to_device", "stop_gradient",
-    "to_float", "as_numpy", "numpy_operand", "diag", "diag_grad", "diagonal",
+    "to_float", "as_numpy", "numpy_operand", "python_operand", "diag", "diag_grad", "diagonal",
     "diagonal_grad", "tril", "triu", "repeat",
     "repeat_grad", "tile", "tile_grad", "pad", "crop_index", "pad_gather_index", "roll",
     "split_index", "split_check", "along_axis_index", "atleast_shape", "column_shape",
@@ -513,6 +513,15 @@ numpy_operand = defop("numpy_operand", lambda x: x, vjp_as_numpy, view=True,
                       reads_inputs=False, dtype="same", shape_like=0, spell=fmt("{0}"),
                       doc="x itself, an operand of a numpy function of Python numbers: the "
                       "call that reads it is written as numpy's function, not an operator")
+# Python's abs(), max() and min() of Python numbers give Python's numbers: an int that
+# does not wrap at 2**63 (`abs(n) ** 40`), an int that takes a negative power
+# (`2 ** -abs(i)`), max(1.0, nan) = 1.0. The lowering puts this on an operand of such a
+# call when no operand is numpy's; where all may be Python numbers at run time, the
+# generated code writes the call as the user did (`abs(n)`, `max(a, b)`).
+python_operand = defop("python_operand", lambda x: x, vjp_as_numpy, view=True,
+                       reads_inputs=False, dtype="same", shape_like=0, spell=fmt("{0}"),
+                       doc="x itself, an operand of Python's abs(), max() or min() that may "
+                       "be a Python number: the call that reads it is written as Python's")
 zeros_like = defop("zeros_like", _zeros_like, differentiable=False, creator=True,
                    spell=call("np.zeros_like"), dtype="same", shape_like=0)
 ones_like = defop("ones_like", _ones_like, differentiable=False, creator=True,

@@ -166,3 +166,22 @@ def normalized_energy(x, lam=0.25):
 def exp_of_an_element(x):
     s = math.exp(x[1])  # a Python float (float64) in numpy, of any x's dtype
     return s + 0.0, s
+
+
+def squared_count(x, n):
+    return np.sum(x) * ((n * n) % 7)  # Python: exact; numba's int64 wraps past 2**63
+
+
+def halved_by_index(x, i):
+    return np.sum(x) * 2 ** -i  # Python: a float; numba's int power: 0
+
+
+def by_count(x, n):
+    return np.sum(x) * float(n // 3 + n % 5 - 1)  # (numba's // and % of ints are Python's)
+
+
+def weighted_rows(M):
+    total = 0.0
+    for i in range(M.shape[0]):
+        total = total + np.sum(M[i] ** 2) * (i + 1)  # (a loop index: a sum, never past 2**63)
+    return abs(total)

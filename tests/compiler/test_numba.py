@@ -23,6 +23,7 @@ from srcgrad import jit
 numba = pytest.importorskip("numba")
 
 import numba_user as U  # noqa: E402
+import python_builtins_user as PB  # noqa: E402
 import test_corpus as C  # noqa: E402
 
 
@@ -706,3 +707,36 @@ def test_stack_of_a_list_along_any_axis(axis, ndim):
     for _ in range(3):
         np.testing.assert_allclose(compiled_without_warning(g, M)[0], expected, rtol=1e-10,
                                    atol=1e-12)
+
+
+# ---- Python numbers: Python's meaning, not numba's --------------------------------------
+
+PYTHON_NUMBERS = [  # (function, the other arguments): numba would compute another value
+    (U.squared_count, (2 ** 40,)),
+    (U.halved_by_index, (2,)),
+    (PB.power_of_count, (5,)),
+    (PB.floored_setting, (float("nan"),)),
+    (PB.halved_by_distance, (4,)),
+    (PB.clamped, (0.0, 1.0, float("nan"))),
+]
+
+
+@pytest.mark.parametrize("fn,rest", PYTHON_NUMBERS,
+                         ids=[f"{f.__name__}-{k}" for k, (f, _) in enumerate(PYTHON_NUMBERS)])
+def test_python_number_arithmetic_numba_computes_otherwise_runs_as_numpy(fn, rest):
+    """Arithmetic on Python ints that numba's int64 would wrap or truncate, and Python's
+    max() and min() (numba's max(1.0, nan) is nan): the numpy code runs, with a warning
+    that names the line; the value is Python's."""
+    x = np.array([0.5, -1.25, 2.0, 0.75])
+    g = srcgrad.value_and_grad(fn, wrt=0, backend="numba")
+    with pytest.warns(RuntimeWarning, match=r"does not compile .* with numba: .*Python"):
+        value, _ = g(x, *rest)
+    np.testing.assert_array_equal(value, fn(x, *rest))
+
+
+@pytest.mark.parametrize("fn,args", [(U.by_count, (np.ones(3), 2 ** 40)),
+                                     (U.weighted_rows, (np.linspace(-1, 1, 12).reshape(3, 4),))],
+                         ids=["floor-division-by-a-constant", "loop-index"])
+def test_python_int_arithmetic_numba_computes_alike_compiles(fn, args):
+    got, _ = compiled_without_warning(srcgrad.value_and_grad(fn, backend="numba"), *args)
+    assert_same(got, srcgrad.value_and_grad(fn, specialize=False)(*args), fn.__name__)
