@@ -678,18 +678,26 @@ _CHAINS = (ops.shape, ops.reduced_size)
 
 def _simplify(e: Eqn, c: _Ctx):
     """A replacement value for e's output, or _KEEP."""
-    if any(_producer_is(c, a, ops.numpy_operand) or _producer_is(c, a, ops.python_operand)
-           for a in e.ins):
+    if any(_marked(c, a) for a in e.ins):
         return _KEEP  # numpy's function of Python numbers: `np.multiply(rate, 1.0)` is
-        # numpy's float64, not rate (see ops.numpy_operand)
+        # numpy's float64, not rate (see ops.numpy_operand); Python's max(n, n) is too
     rule = _REWRITES.get(e.prim)
     r = _KEEP if rule is None else rule(e, c)
     if r is _KEEP and e.prim.elementwise:
         r = _unbroadcast(e, c)
-    if isinstance(r, Var) and (_producer_is(c, r, ops.numpy_operand) or
-                               _producer_is(c, r, ops.python_operand)):
+    if _marked(c, r):
         return _KEEP  # (-np.negative(rate): the same)
     return r
+
+
+# the markers of an operand that may be a Python number, whose call is written as numpy's
+# (`np.multiply(rate, w)`) or as Python's (`max(a, b)`): no rewrite takes them apart
+_MARKERS = frozenset({ops.numpy_operand, ops.python_operand})
+
+
+def _marked(c: _Ctx, v) -> bool:
+    p = c.producer.get(v.id) if isinstance(v, Var) else None
+    return p is not None and p.prim in _MARKERS
 
 
 def _key(e: Eqn):
@@ -743,6 +751,8 @@ def optimize(graph: Graph, named: set | None = None, passes=PASSES, keep=()) -> 
                 checked(Graph(graph.inputs, eqns, outputs), "dce")
             if not changed:
                 break
+        if not shapes and not _holds_shape_of(eqns):
+            break  # (a sweep that rewrites shapes would find nothing else to change)
     eqns = _hoisted_transposes(eqns, named)
     check_changes(eqns, outputs)  # (a change in place the program reads past: refused)
     return Graph(graph.inputs, eqns, outputs, graph.name)
@@ -774,6 +784,11 @@ def _hoisted_transposes(eqns: list, named: set) -> list:
                 out.extend(moved)
         out.append(e)
     return out
+
+
+def _holds_shape_of(eqns) -> bool:
+    return any(e.prim.kind == "shape_of" or any(_holds_shape_of(b.eqns) for b in e.blocks())
+               for e in eqns)
 
 
 def _count(eqns) -> int:
@@ -910,7 +925,9 @@ class _Run:
 
     def simplify(self, e: Eqn, ctx: _Ctx):
         """(equations staged, replacement value or _KEEP) of `_simplify` on e."""
-
+        if e.prim not in _REWRITES and (not e.prim.elementwise or
+                                        known_shape(e.outs[0]) is None):
+            return [], _KEEP  # (no rule to try: `_unbroadcast` needs a known shape)
         scratch = Builder()
         scratch.loc, scratch.phase, scratch.hint = e.loc, e.phase, e.outs[0].hint
         scratch.shape_source = collections.ChainMap({}, self.shape_source)
