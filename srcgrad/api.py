@@ -39,7 +39,7 @@ from .errors import (InternalError, NotDifferentiableError, OutputTypeError, Src
                      WrtError)
 from .frontend import parse_function
 from .ir import POP, PYTHON, SCALAR, Graph, checked, Var, iter_vars, referenced, subst, unsound_uses
-from .lower import lower
+from .lower import lower, numpy_where_derivative
 from .staging import staging
 from .fresh import copied_inputs, roots_of
 from .optimize import (batch_step_products, hoist_indexed_products, hoist_step_maps, optimize,
@@ -1083,6 +1083,7 @@ def check_sound(eqns, outputs, wrt):
     derivative: its gradient would be silently wrong (see ir.unsound_uses)."""
     active = {v.id for v in wrt}
     bad = unsound_uses(eqns, outputs, active)
+    numpy_where_derivative(eqns, active)  # (Python's max() of a derivative: numpy's)
     found = _verbatim.mutated_active(eqns, active)
     if found is not None:
         raise _verbatim.mutated_error(*found)

@@ -54,6 +54,9 @@ _KEYWORDS = set(keyword.kwlist)
 # it calls that is not listed here is found when the module is checked, see emit_module)
 _BUILTINS = {"range", "reversed", "list", "len", "int", "float", "slice", "type",
              "ArithmeticError", "ValueError", "abs", "max", "min"}
+# operators that raise on Python numbers where numpy gives inf or nan (`/` by zero, `**`
+# of 0.0 to a negative power, an overflow): a derivative of Python numbers is numpy's
+_RAISING = frozenset({_elementwise.divide, _elementwise.power})
 # Python's functions of numbers that the user's abs(), max() and min() are staged as: where
 # their operands may all be Python numbers they are written so (see ops.python_operand)
 _PYTHON_BUILTINS = {_elementwise.absolute: "abs", _elementwise.maximum: "max",
@@ -427,9 +430,8 @@ class _Emitter:
             # (may be a Python number at run time; a meta value is a Python int or tuple)
             return self.spell(p, ins, e.params, p.py_spell)
         if self.python_operands and p in _PYTHON_BUILTINS and any(
-                isinstance(a, Var) and a.id in self.python_operands for a in e.ins) and all(
-                not isinstance(a, Var) or a.id in self.maybe_py or a.kind == "meta"
-                for a in e.ins):
+                isinstance(a, Var) and a.id in self.python_operands for a in e.ins) and \
+                self._numbers_only(e.ins):
             # (Python's abs(), max() or min() of Python numbers: Python's result)
             return self.spell(p, ins, e.params, call(self.mod.builtin(_PYTHON_BUILTINS[p])))
         if self.numpy_operands and (p.elementwise or p is _linalg.matmul) and any(
@@ -437,11 +439,24 @@ class _Emitter:
                 written_as_operator(p):
             # (numpy's function of Python numbers: numpy's result, see ops.numpy_operand)
             return self.spell(p, ins, e.params, call(f"np.{p.name}"))
+        if e.phase == "bwd" and p in _RAISING and self._numbers_only(e.ins, meta=False) and (
+                p is not _elementwise.power or any(_inexact(a, self.floating) for a in e.ins)):
+            # (a derivative of Python numbers: numpy's, as the tape's, where Python's would
+            # raise: 0.0 ** -0.5 is inf, not ZeroDivisionError, the derivative of sqrt at 0;
+            # not of shapes' ints, whose numpy scalar would make a float32 gradient float64)
+            return self.spell(p, ins, e.params, call(f"np.{p.name}"))
         if p.array_spell is not None and getattr(self.mod, "array_methods", False) and \
                 self._arrays(e.ins[:1] if p.array_ndim is None else e.ins, p.array_ndim) \
                 and ins[0].isidentifier():  # (an ndarray, by name)
             return self.spell(p, ins, e.params, p.array_spell)
         return self.spell(p, ins, e.params)
+
+    def _numbers_only(self, vs, meta=True) -> bool:
+        """May all of `vs` be Python numbers at run time (one a Var; with `meta`, a shape's
+        int counts)?"""
+        return any(isinstance(v, Var) for v in vs) and all(
+            not isinstance(v, Var) or (v.id in self.maybe_py and v.kind != "meta") or
+            (meta and v.kind == "meta") for v in vs)
 
     @staticmethod
     def _arrays(vs, ndim) -> bool:
@@ -833,6 +848,8 @@ def _maybe_numbers(e, maybe, pushed) -> list:
                 if maybe(a) or maybe(b)]
     if op is _shapes.as_numpy:  # (numpy's: an array, or what numpy's functions return)
         return []
+    if op is _shapes.python_operand:  # (put where it may be one: a shape's int too)
+        return [e.outs[0].id]
     if op.elementwise and e.outs and e.var_ins() and all(maybe(a) for a in e.ins):
         return [e.outs[0].id]
     if (op is _shapes.sum_to or op.view and not op.fresh) and e.outs and maybe(e.ins[0]):

@@ -48,7 +48,7 @@ from .protocols import (BINARY, MISSING as _MISSING, UNARY, Protocols, holds_pyt
                         python_method)
 
 
-__all__ = ["lower"]
+__all__ = ["lower", "numpy_where_derivative"]
 
 _OPSYM = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**",
           ast.MatMult: "@", ast.FloorDiv: "//", ast.Mod: "%"}
@@ -2680,3 +2680,24 @@ def lower(fn, same=(), floats=(), trees=None, spec=None) -> tuple[Graph, Source,
     graph = Graph(inputs, low.b.eqns, [result], name=fn.__name__, named=low.b.named)
     graph.params, graph.param_leaves = values, leaves
     return checked(graph, "lowering", extra_inputs=()), src, low.b.reads
+
+
+def numpy_where_derivative(eqns, active: set, producers: "dict | None" = None) -> None:
+    """Python's abs(), max() or min() whose operand carries a derivative (`active`: ids, as
+    the soundness check found them) is numpy's absolute, maximum or minimum: its gradient
+    rule is numpy's (nan wins, ties share), which Python's value would contradict
+    (max(a, nan) is a, where maximum's rule gives a nothing). The marker
+    (ops.python_operand) of such a call becomes ops.numpy_operand, which it is written
+    through as numpy's call."""
+    producers = {} if producers is None else producers
+    for e in eqns:
+        for o in e.outs:
+            producers[o.id] = e
+        if any(isinstance(a, Var) and a.id in active for a in e.ins):
+            for a in e.ins:
+                p = producers.get(a.id) if isinstance(a, Var) else None
+                if p is not None and p.prim is ops.python_operand:
+                    p.prim = ops.numpy_operand
+        for b in e.blocks():
+            numpy_where_derivative(b.eqns, active, producers)
+

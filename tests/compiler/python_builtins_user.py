@@ -58,3 +58,29 @@ class Schedule:
 
 def scheduled(x, step):
     return np.sum(x ** 2) * Schedule(3).rate(step)
+
+
+def mean_of_first(x):
+    n = min(x.shape[0], 3)  # (a shape's int: Python's min, whose result has no .shape)
+    return np.sum(x[:3] / n)
+
+
+def weighted_by_count(x, items):
+    return np.sum(x * (1.0 / max(len(items), 1)))
+
+
+def scaled_by_length(x):
+    return np.sum(x * abs(x.shape[0] - 6))
+
+
+def power_of_length(x):
+    return np.sum(x) * (abs(x.shape[0] - 10) ** 40 % 7) * 2 ** -abs(x.shape[0] - 10)
+
+
+def larger_total(x, y):
+    a = 0.0
+    b = 0.0
+    for i in range(x.shape[0]):
+        a = a + x[i]
+        b = b + y[i]
+    return max(a, b) + min(a, b) * 3.0  # (carries of derivatives: numpy's maximum)

@@ -39,6 +39,11 @@ CASES = [  # (function, the other arguments)
     (U.larger_of_halves, ()),
     (U.scheduled, (1,)),
     (U.scheduled, (7,)),
+    (U.mean_of_first, ()),
+    (U.weighted_by_count, ([1, 2],)),
+    (U.scaled_by_length, ()),
+    (U.power_of_length, ()),
+    (U.larger_total, (np.array([0.1, -0.4, 0.3, 0.4]),)),
 ]
 
 
@@ -75,6 +80,18 @@ def test_a_call_of_arrays_stays_numpys():
     gradient."""
     source = srcgrad.value_and_grad(U.larger_of_halves).source
     assert "np.maximum(" in source, source
+
+
+def test_a_derivative_goes_through_numpys_maximum():
+    """Python's max() or min() of values that carry a derivative is numpy's maximum or
+    minimum, whose gradient rule agrees with its value: nan wins (Python's max(a, nan)
+    is a, which maximum's rule would give no gradient)."""
+    x = np.array([0.5, -1.25, 2.0, 0.75])
+    y = np.array([0.1, np.nan, 0.3, 0.4])
+    value, grad = srcgrad.value_and_grad(U.larger_total)(x, y)
+    assert np.isnan(value) and np.all(grad == 0.0), (value, grad)
+    source = srcgrad.value_and_grad(U.larger_total).source
+    assert "np.maximum(" in source and "builtins_max" not in source, source
 
 
 NUMBERS = [0, -3, 2 ** 62, -(2 ** 63), 2 ** 70, True, False, 0.0, -0.0, -2.5, 1e308,
