@@ -10,6 +10,7 @@ It returns the compiled gradients so callers can check more (dtypes, exact value
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 
 import numpy as np
@@ -263,3 +264,14 @@ def check_hessian(fn, args, wrt):
             num[:, k] = (cols[0] - cols[1]) / 2e-5
         np.testing.assert_allclose(h.reshape(n, n), num, rtol=1e-5, atol=1e-6,
                                    err_msg=f"input {i}")
+
+
+def module_from_source(path, source: str):
+    """The module of `source`, written to the file `path` (srcgrad reads the source of the
+    functions it compiles from their file) and imported."""
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+

@@ -9,14 +9,13 @@ itself (the value) and finite differences (the gradient), and the class is close
 running every ufunc of the op set on Python numbers."""
 from __future__ import annotations
 
-import importlib.util
 import warnings
 
 import numpy as np
 import pytest
 
 import srcgrad
-from compiler_helpers import assert_close, finite_differences
+from compiler_helpers import assert_close, finite_differences, module_from_source
 from runtime.ops.numpy_api import NUMPY
 
 import numpy_of_numbers_user as U
@@ -135,15 +134,11 @@ def test_every_ufunc_gives_numpys_result_on_numbers(ufunc, ints, tmp_path):
     """The result's type and value are numpy's for Python numbers: it indexes as numpy's
     does, and its value multiplies the gradient."""
     params = ", ".join(f"a{k}" for k in range(ufunc.nin))
-    path = tmp_path / f"op_{ufunc.__name__}.py"
-    path.write_text(
-        "import numpy as np\n\n\n"
-        f"def f(x, {params}):\n"
-        f"    v = np.{ufunc.__name__}({params})\n"
-        "    return np.sum(x * v[None])\n")
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = module_from_source(tmp_path / f"op_{ufunc.__name__}.py",
+                             "import numpy as np\n\n\n"
+                             f"def f(x, {params}):\n"
+                             f"    v = np.{ufunc.__name__}({params})\n"
+                             "    return np.sum(x * v[None])\n")
     compiled = srcgrad.value_and_grad(mod.f, wrt=0)
     x = np.array([1.0, 2.0])
     for operands in OPERANDS[ints]:

@@ -9,7 +9,6 @@ differences (the gradient); the class is closed by running each of the three on 
 kind of Python number."""
 from __future__ import annotations
 
-import importlib.util
 import math
 import warnings
 
@@ -17,7 +16,7 @@ import numpy as np
 import pytest
 
 import srcgrad
-from compiler_helpers import assert_close, finite_differences
+from compiler_helpers import assert_close, finite_differences, module_from_source
 
 import python_builtins_user as U
 
@@ -103,15 +102,11 @@ def test_each_builtin_gives_pythons_result_on_numbers(builtin, tmp_path):
     """The value and its type are Python's, for ints past int64, bools, signed zeros,
     infinities and nans, in either order."""
     params = "a" if builtin == "abs" else "a, b"
-    path = tmp_path / f"builtin_{builtin}.py"
-    path.write_text(
-        "import numpy as np\n\n\n"
-        f"def f(x, {params}):\n"
-        f"    v = {builtin}({params})\n"
-        "    return np.sum(x), v\n")
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = module_from_source(tmp_path / f"builtin_{builtin}.py",
+                             "import numpy as np\n\n\n"
+                             f"def f(x, {params}):\n"
+                             f"    v = {builtin}({params})\n"
+                             "    return np.sum(x), v\n")
     compiled = srcgrad.value_and_grad(mod.f, wrt=0, has_aux=True)
     x = np.array([1.0, 2.0])
     pairs = [(a,) for a in NUMBERS] if builtin == "abs" else \
