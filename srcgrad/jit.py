@@ -446,7 +446,8 @@ def unlike_numpy(eqns, ints: "set | None" = None, marked: "set | None" = None
             marked.add(e.outs[0].id)
         if (e.prim.name in ("maximum", "minimum") and any(
                 isinstance(a, Var) and a.id in marked for a in e.ins)) or (
-                e.prim is _shapes.python_operand and e.ins[0].id in ints):
+                e.prim is _shapes.python_operand and isinstance(e.ins[0], Var) and
+                e.ins[0].id in ints):
             return "Python's max() or min() of Python numbers, or abs() of an int (numba " \
                 "computes them with its own rules: max(1.0, nan) is nan, an int wraps at " \
                 "2**63)", e
@@ -500,35 +501,40 @@ def python_ints(eqns, ints: set) -> set:
     """Add to `ints` the ids of the values of `eqns` that may be Python ints (or bools) at
     run time: `ints` holds the parameters that are; a loop's index, int() and len() make
     one, and Python's operators of them (but /) give one."""
+    while True:  # (loops feed back: passes over the whole program to a fixed point)
+        before = len(ints)
+        _python_ints_pass(eqns, ints)
+        if len(ints) == before:
+            return ints
+
+
+def _python_ints_pass(eqns, ints: set) -> None:
     from .staging import INT, LEN
 
     def is_int(a):
         return a.id in ints if isinstance(a, Var) else (
             isinstance(a, int) and not isinstance(a, numpy.generic))
 
-    for _ in range(3):  # (loops feed back)
-        for e in eqns:
-            op = e.prim
-            if op in (INT, LEN):
-                ints.update(o.id for o in e.outs)
-            elif op is FOR or op is WHILE:
-                if op is FOR and isinstance(e.params.get("index"), Var):
-                    ints.add(e.params["index"].id)
-                inits = e.ins[3:] if op is FOR else e.ins
-                for c, i, n, o in zip(e.params["carry"], inits, e.params["body"].outs,
-                                      e.outs):
-                    if is_int(i) or is_int(n):
-                        ints.update((c.id, o.id))
-            elif op is COND:
-                ints.update(o.id for o, a, b in zip(e.outs, e.params["then"].outs,
-                                                     e.params["else"].outs)
-                            if is_int(a) or is_int(b))
-            elif op.name in _INT_OF_INTS and e.outs and e.var_ins() and all(
-                    is_int(a) for a in e.ins if not isinstance(a, tuple)):
-                ints.add(e.outs[0].id)
-            for b in e.blocks():
-                python_ints(b.eqns, ints)
-    return ints
+    for e in eqns:
+        op = e.prim
+        if op in (INT, LEN):
+            ints.update(o.id for o in e.outs)
+        elif op is FOR or op is WHILE:
+            if op is FOR and isinstance(e.params.get("index"), Var):
+                ints.add(e.params["index"].id)
+            inits = e.ins[3:] if op is FOR else e.ins
+            for c, i, n, o in zip(e.params["carry"], inits, e.params["body"].outs, e.outs):
+                if is_int(i) or is_int(n):
+                    ints.update((c.id, o.id))
+        elif op is COND:
+            ints.update(o.id for o, a, b in zip(e.outs, e.params["then"].outs,
+                                                 e.params["else"].outs)
+                        if is_int(a) or is_int(b))
+        elif op.name in _INT_OF_INTS and e.outs and e.var_ins() and all(
+                is_int(a) for a in e.ins if not isinstance(a, tuple)):
+            ints.add(e.outs[0].id)
+        for b in e.blocks():
+            _python_ints_pass(b.eqns, ints)
 
 
 def _values(e) -> list:

@@ -2072,15 +2072,22 @@ class Lowerer(Protocols):
         that may be a Python number at run time is marked (ops.numpy_operand), and the call
         that reads it is written as numpy's function where it may be one; np.asarray's
         operand is made a 0-d array (ops.as_numpy)."""
+        asarray = f in (numpy.asarray, numpy.asanyarray)
+        marked = self.first_marked(args, ops.as_numpy if asarray else ops.numpy_operand)
+        return list(args) if marked is None else marked
+
+    def first_marked(self, args, marker) -> "list | None":
+        """`args` with `marker` on the first that may be a Python number at run time (an
+        array or a meta value: x.shape, n), or None where an operand is numpy's already
+        or none is a Var."""
         if any(self.numpy_valued(a) for a in args):
-            return list(args)
+            return None
         out = list(args)
         for k, a in enumerate(out):
-            if isinstance(a, Var) and a.kind in ("array", "meta"):  # (meta: x.shape, n)
-                asarray = f in (numpy.asarray, numpy.asanyarray)
-                out[k] = ops.as_numpy(a) if asarray else ops.numpy_operand(a)
-                break
-        return out
+            if isinstance(a, Var) and a.kind in ("array", "meta"):
+                out[k] = marker(a)
+                return out
+        return None
 
     def numpy_valued(self, a) -> bool:
         """Is `a` certainly an array or a numpy scalar at run time, never a Python number
@@ -2218,14 +2225,8 @@ class Lowerer(Protocols):
         is numpy's, the first that may be a Python number is marked (ops.python_operand),
         and the generated code writes the call as Python's where all may be numbers:
         `abs(n) ** 40` of an int n must not wrap at 2**63, max(1.0, nan) is 1.0."""
-        if any(self.numpy_valued(a) for a in args):
-            return prim(*args)
-        marked = list(args)
-        for k, a in enumerate(marked):
-            if isinstance(a, Var) and a.kind in ("array", "meta"):
-                marked[k] = ops.python_operand(a)
-                break
-        else:
+        marked = self.first_marked(args, ops.python_operand)
+        if marked is None:
             return prim(*args)
         out = prim(*marked)
         if isinstance(out, Var):
