@@ -90,7 +90,7 @@ def _array_literal(a: numpy.ndarray) -> str:
     if a.size > 10000:
         raise ValueError("a constant array of more than 10000 elements was built inside the "
                          "function; make it a module-level constant instead")
-    return f"np.array({literal(a.tolist())}, dtype={a.dtype.name!r})"
+    return literal(a)
 
 
 def _valid_on_0d(idx) -> bool:
@@ -445,6 +445,12 @@ class _Emitter:
             # raise: 0.0 ** -0.5 is inf, not ZeroDivisionError, the derivative of sqrt at 0;
             # not of shapes' ints, whose numpy scalar would make a float32 gradient float64)
             return self.spell(p, ins, e.params, call(f"np.{p.name}"))
+        if e.phase == "bwd" and p is _elementwise.divide and self.mod.jit is None and \
+                isinstance(e.ins[1], Var) and self._numbers_only(e.ins):
+            # (a derivative's scale of a shape's ints, `1.0 / x.size`: the size may be 0,
+            # where numpy's inf, not Python's ZeroDivisionError, is the tape's; see
+            # helpers.divide_numbers)
+            return self.spell(p, ins, e.params, call(self.mod.g("divide_numbers")))
         if p.array_spell is not None and getattr(self.mod, "array_methods", False) and \
                 self._arrays(e.ins[:1] if p.array_ndim is None else e.ins, p.array_ndim) \
                 and ins[0].isidentifier():  # (an ndarray, by name)

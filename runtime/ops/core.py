@@ -381,6 +381,8 @@ def literal(v) -> str:
     if v is Ellipsis:
         return "..."
     if isinstance(v, numpy.ndarray):  # e.g. an integer-array index inside an index tuple
+        if v.size == 0:  # (tolist() of a 0x3 array is [], which reads back as shape (0,))
+            return f"np.empty({literal(v.shape)}, dtype={v.dtype.name!r})"
         return f"np.array({literal(v.tolist())}, dtype={v.dtype.name!r})"
     if v is None or isinstance(v, str):
         return repr(v)

@@ -134,6 +134,23 @@ def reuse_result(pool, shape, dtype):
     return a
 
 
+def divide_numbers(a, b):
+    """`a / b` of Python numbers (a shape's int among them), as Python divides them, but
+    numpy's inf or nan where Python raises ZeroDivisionError: a derivative's scale
+    `1.0 / x.size` of an empty array (whose gradient is empty all the same), or
+    `2.0 / (n - ddof)` of a variance over n = ddof elements (a nan gradient, as the tape's).
+    Quietly: the function itself warned (a mean of an empty slice, no degrees of freedom),
+    and a gradient must not raise under `np.errstate` where the function does not. The
+    result stays a Python float (a numpy scalar would make a float32 gradient float64)."""
+    try:
+        return a / b
+    except ZeroDivisionError:
+        import numpy
+
+        with numpy.errstate(divide="ignore", invalid="ignore"):
+            return float(numpy.divide(numpy.float64(a), b))
+
+
 from .lists import LIST_POS as _LIST_POS  # noqa: E402  (a run-time list's item position)
 from .lists import LIST_STACKED_ZEROS as _STACKED_ZEROS  # noqa: E402
 
@@ -143,6 +160,7 @@ HELPERS["stacked_zeros"] = stacked_zeros = _STACKED_ZEROS.impl
 HELPERS["check_scalar"] = check_scalar
 HELPERS["take_scratch"] = take_scratch
 HELPERS["reuse_result"] = reuse_result
+HELPERS["divide_numbers"] = divide_numbers
 # numpy's, bound once: a specialized variant's results of one number each (np.empty(1)
 # and one store, where the attribute lookup is a third of the cost)
 HELPERS["empty"] = empty = __import__("numpy").empty
