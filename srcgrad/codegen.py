@@ -63,6 +63,8 @@ _PYTHON_BUILTINS = {_elementwise.absolute: "abs", _elementwise.maximum: "max",
                     _elementwise.minimum: "min"}
 # a bare name the code calls or reads an attribute of (`np.sin(`, `sum_to(`), outside quotes
 _READ = re.compile(r"""('[^']*'|"[^"]*")|(?<![\w.])([A-Za-z_]\w*)(?=\s*[.(])""")
+# a number's literal (a float constant: `1.0`, `(-0.5)`, `float('inf')`)
+_NUMBER = re.compile(r"\(?-?(\d[\d_]*\.?\d*(e[-+]?\d+)?|float\('(-?inf|nan)'\))\)?")
 _HOLE = "\x00{}\x00"  # an operand's place in a spelling, filled after renaming
 # what the numba backend's modules import from numba
 _JIT_NAMES = {"njit", "prange"}
@@ -433,6 +435,8 @@ class _Emitter:
                 isinstance(a, Var) and a.id in self.python_operands for a in e.ins) and \
                 self._numbers_only(e.ins):
             # (Python's abs(), max() or min() of Python numbers: Python's result)
+            if self.mod.jit is not None and p is not _elementwise.absolute:
+                return self._python_max_min(p, ins)
             return self.spell(p, ins, e.params, call(self.mod.builtin(_PYTHON_BUILTINS[p])))
         if self.numpy_operands and (p.elementwise or p is _linalg.matmul) and any(
                 isinstance(a, Var) and a.id in self.numpy_operands for a in e.ins) and \
@@ -456,6 +460,18 @@ class _Emitter:
                 and ins[0].isidentifier():  # (an ndarray, by name)
             return self.spell(p, ins, e.params, p.array_spell)
         return self.spell(p, ins, e.params)
+
+    @staticmethod
+    def _python_max_min(p, ins) -> str:
+        """Python's max(a, b) or min(a, b) of floats as numba compiles it exactly (its own
+        max(1.0, nan) is nan): Python keeps the first operand unless the second is greater
+        (less), so `(b if b > a else a)`; nan and signed zeros follow (jit.unlike_numpy
+        lets only floats, by name or as constants, through)."""
+        a, b = ins
+        if not all(t.isidentifier() or _NUMBER.fullmatch(t) for t in ins):
+            raise ValueError(f"codegen: an operand of Python's {_PYTHON_BUILTINS[p]}() that "
+                             f"is neither a name nor a number: {a!r}, {b!r}")
+        return f"({b} if {b} {'>' if p is _elementwise.maximum else '<'} {a} else {a})"
 
     def _numbers_only(self, vs, meta=True) -> bool:
         """May all of `vs` be Python numbers at run time (one a Var; with `meta`, a shape's

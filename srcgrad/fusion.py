@@ -28,6 +28,7 @@ from __future__ import annotations
 import numbers
 import re
 
+from runtime.ops import shapes as _shapes
 from runtime.ops.core import Primitive
 
 import numpy
@@ -72,6 +73,9 @@ def fuse_graph(eqns: list, outputs, counter=None, accept=None) -> list:
     `e` may join the equations `run` (the numba backend's loops: known shapes that
     broadcast together, known dtypes, a scalar spelling numba compiles)."""
     counter = counter if counter is not None else [0]
+    # Python's abs(), max() and min() (ops.python_operand's results among the operands):
+    # written as Python's, never inside a loop of numpy's functions
+    python_calls = {o.id for e in eqns if e.prim is _shapes.python_operand for o in e.outs}
     # where each value is last read (the outputs read at the end): a region's value is an
     # output of the region when it is read at or after the region's end
     last_read = {}
@@ -93,7 +97,8 @@ def fuse_graph(eqns: list, outputs, counter=None, accept=None) -> list:
     for i, e in enumerate(eqns):
         for b in e.blocks() if e.prim is not FUSED else ():  # (a sum's region: its own)
             b.eqns = fuse_graph(b.eqns, b.outs, counter, accept)
-        if _fusible(e) and (accept is None or accept(e, [])):
+        if _fusible(e) and (accept is None or accept(e, [])) and \
+                not any(a.id in python_calls for a in e.var_ins()):
             if accept is not None and run and not accept(e, run):
                 close(i)  # (the run's loop cannot take it: another shape)
             run.append(e)

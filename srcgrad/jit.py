@@ -445,7 +445,8 @@ def unlike_numpy(eqns, ints: "set | None" = None, marked: "set | None" = None
         if e.prim is _shapes.python_operand:
             marked.add(e.outs[0].id)
         if (e.prim.name in ("maximum", "minimum") and any(
-                isinstance(a, Var) and a.id in marked for a in e.ins)) or (
+                isinstance(a, Var) and a.id in marked for a in e.ins) and
+                not _floats(e.ins, ints)) or (
                 e.prim is _shapes.python_operand and isinstance(e.ins[0], Var) and
                 e.ins[0].id in ints):
             return "Python's max() or min() of Python numbers, or abs() of an int (numba " \
@@ -600,3 +601,16 @@ def _header_lines(path: str, text: str) -> int:
     if on_disk != text and on_disk.endswith(text):
         return on_disk[:-len(text)].count("\n")
     return 0
+
+
+def _floats(ins, ints) -> bool:
+    """Are all of `ins` floats (a float constant, a scalar the IR knows to be float64,
+    none from a Python int)? Python's max() and min() of floats are then written as
+    conditional expressions (`b if b > a else a`: Python's rule, nan and signed zeros
+    included) that numba compiles as they read."""
+    from .fusion import jit_dtype, loop_shape
+
+    return all(
+        isinstance(a, float) if not isinstance(a, Var) else
+        a.id not in ints and jit_dtype(a) == "float64" and loop_shape(a) == ()
+        for a in ins)
