@@ -554,6 +554,16 @@ class Lowerer(Protocols):
     def is_opaque(self, v) -> bool:
         return isinstance(v, Var) and v.id in self.b.opaque
 
+    def same_object(self, new, old):
+        """`new` (a loop's carry, a branch's result) may be the Python object that `old`, a
+        value a statement run as written made, is: it is one too (its methods run as
+        written, `a.add(v)` is never numpy's add of an array `a`)."""
+        if self.is_opaque(old):
+            self.b.opaque.add(new.id)
+            new.dclass = ("object", new.id)
+            if old.id in self.b.instances:
+                self.b.instances[new.id] = self.b.instances[old.id]
+
     def peek(self, node):
         """The value of a name or attribute chain, read without recording it; NOPE when
         it is not known without running code."""
@@ -1111,6 +1121,8 @@ class Lowerer(Protocols):
                          floating_dclass(v.dclass) for v in (x, y)):
                     out.dclass = ("f", out.id)  # (floating either way, of a width not known)
                 self.b.named.add(out.id)
+                for v in (x, y):
+                    self.same_object(out, v)
                 if self.numpy_valued(x) and self.numpy_valued(y):
                     self.b.numpy_made.add(out.id)
                 for v in (x, y):
@@ -1293,6 +1305,8 @@ class Lowerer(Protocols):
                    for v, (_, kind) in zip(inits, kinds)]
         while True:
             carry = [Var(name, kind, *classes) for (name, kind), classes in zip(kinds, assumed)]
+            for c, v in zip(carry, inits):
+                self.same_object(c, v)
             params = {"carry": carry}
             body_env = self._loop_body(node, plan, carried, carry, has_break, params)
             # a carry started as a Python int that an iteration makes data (`s = 0`, then
@@ -1310,6 +1324,8 @@ class Lowerer(Protocols):
                 break
             assumed = kept
         outs = [Var(c.hint, c.kind, *classes) for c, classes in zip(carry, assumed)]
+        for o, c in zip(outs, carry):
+            self.same_object(o, c)
         fresh = params.pop("fresh")
         for c, o in zip(carry, outs):
             self.b.named.add(o.id)
@@ -1892,6 +1908,14 @@ class Lowerer(Protocols):
                     "attribute: for an object's method, differentiate the bound method "
                     "(`srcgrad.grad(model.loss)`, which reads the object's attributes), or "
                     "pass the values it needs as arguments", node, UnknownFunctionError)
+            if obj.id in self.b.instances:
+                raise self.error(
+                    f"`{ast.unparse(node)}` reads the attribute {name!r} of `{obj.hint}`, a "
+                    f"{self.b.instances[obj.id]} object made when the function runs: srcgrad "
+                    "runs the code that makes and changes it as written and does not follow "
+                    "its attributes; make the object outside the function (and differentiate "
+                    "its bound method, or pass it as an argument), or keep the values in "
+                    "local variables", node, UnknownFunctionError)
             raise self.error(f"arrays have no supported attribute or method {name!r} here",
                              node, UnknownFunctionError)
         if type(obj) in (float, int, bool) and not hasattr(obj, name) and (

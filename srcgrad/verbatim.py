@@ -1073,6 +1073,7 @@ def stage(low, node, why, hints=None, call=None):
     for name, value in changed.items():
         if isinstance(value, Var):
             b.same_array(low.env[name], value)
+            low.same_object(low.env[name], value)  # (`acc.add(v)`: acc is its object still)
             if keeps_shape and not low.is_opaque(value):  # (`rng.shuffle(idx)`: idx[0] is
                 new = low.env[name]                       # still an element)
                 new.sclass, new.dclass = value.sclass, value.dclass

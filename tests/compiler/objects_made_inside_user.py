@@ -1,0 +1,72 @@
+"""Objects a loss makes for itself (a counter, an accumulator) and changes through their
+methods, in loops and branches: srcgrad runs that code as written. A name whose object a
+loop carries or a branch merges is that object still; its methods are its class's, never
+numpy's functions of the same name (`c.add()`, `c.mean()`)."""
+import numpy as np
+
+
+class Counter:
+    def __init__(self):
+        self.n = 0
+
+    def add(self, k=1):
+        self.n += k
+        return self
+
+    def mean(self):  # (a name numpy's arrays have too)
+        return self.n
+
+
+class Accumulator:
+    def __init__(self):
+        self.total = 0.0
+
+    def add(self, v):
+        self.total = self.total + v
+        return self.total
+
+
+def counted_loss(x):
+    c = Counter()
+    total = 0.0
+    for v in x:
+        c.add()
+        total = total + np.sin(v)
+    return total * 2.0
+
+
+def rebound_counter(x):
+    c = Counter()
+    for v in x:
+        c = c.add(2)
+    return np.sum(x ** 2)
+
+
+def branch_counter(x, flag):
+    if flag > 0:
+        c = Counter()
+    else:
+        c = Counter().add(3)
+    c.add()
+    return np.sum(np.cos(x))
+
+
+def counter_scale(x):
+    c = Counter()
+    for v in x:
+        c = c.add()
+    return np.sum(x) * c.mean()
+
+
+def accumulated_in_a_loop(x):
+    a = Accumulator()
+    s = 0.0
+    for v in x:
+        s = a.add(v * v)
+    return s
+
+
+def accumulated_total(x):
+    a = Accumulator()
+    a.add(1.0)
+    return a.total + np.sum(x)

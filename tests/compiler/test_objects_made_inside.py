@@ -1,0 +1,36 @@
+"""A Python object the function makes (its class's code runs as written) stays that object
+through a loop that carries it and a branch that merges it: its methods are its own, not
+numpy's (`c.add()` was compiled as np.add of the counter, and crashed the optimizer;
+`a.add(v * v)` in a loop as `a + v * v`). Gradients checked against the tape and finite
+differences; what srcgrad cannot differentiate is refused with the line."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import srcgrad
+from compiler_helpers import check_grad
+from srcgrad.errors import SrcgradError
+
+import objects_made_inside_user as U
+
+X = np.array([1.0, 2.0, 0.5, -0.75])
+
+
+@pytest.mark.parametrize("fn,rest", [
+    (U.counted_loss, ()), (U.rebound_counter, ()), (U.branch_counter, (1.0,)),
+    (U.branch_counter, (-1.0,)), (U.counter_scale, ()),
+], ids=["carried-counter", "rebound-counter", "branch-then", "branch-else", "counter-mean"])
+def test_an_object_carried_or_merged_keeps_its_methods(fn, rest):
+    check_grad(fn, (X.copy(),) + rest, 0)
+
+
+@pytest.mark.parametrize("fn,what,line", [
+    (U.accumulated_in_a_loop, "a.add", "s = a.add(v * v)"),
+    (U.accumulated_total, "made when the function runs", "return a.total + np.sum(x)"),
+], ids=["method-of-a-differentiated-value", "attribute"])
+def test_what_cannot_be_differentiated_is_refused_with_the_line(fn, what, line):
+    with pytest.raises(SrcgradError) as info:
+        srcgrad.grad(fn)(X.copy())
+    text = str(info.value)
+    assert what in text and line in text and "objects_made_inside_user.py" in text, text
