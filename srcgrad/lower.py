@@ -1897,7 +1897,11 @@ class Lowerer(Protocols):
             if name in METHODS:
                 return _BoundMethod(METHODS[name], obj, name)
             prim = ops.PRIMITIVES.get(name)
-            if prim is not None and not prim.meta:
+            # (an op by an array method's name, `x.clip(0, 1)`, or by a name numpy has not,
+            # the tape's `x.relu()`; not `m.add(x)`, a function of numpy's that no array
+            # has as a method: an argument's object's own method, not numpy's add of it)
+            if prim is not None and not prim.meta and (
+                    hasattr(numpy.ndarray, name) or not hasattr(numpy, name)):
                 return _BoundMethod(prim, obj, name)
             if obj.id in self.b.inputs and obj.kind == "array" and \
                     not hasattr(numpy.ndarray, name):

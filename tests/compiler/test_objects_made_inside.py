@@ -34,3 +34,16 @@ def test_what_cannot_be_differentiated_is_refused_with_the_line(fn, what, line):
         srcgrad.grad(fn)(X.copy())
     text = str(info.value)
     assert what in text and line in text and "objects_made_inside_user.py" in text, text
+
+
+def test_an_arguments_method_by_a_name_arrays_lack_is_refused():
+    """`model.add(x)` of an object argument was staged as numpy's add(model, x): the
+    object's `__add__` then gave a wrong gradient, silently."""
+    with pytest.raises(SrcgradError, match=r"`model.add` reads the attribute 'add' of the "
+                       r"argument `model`") as info:
+        srcgrad.grad(U.shifted_loss, wrt=1)(U.Shift(0.5), X.copy())
+    assert "objects_made_inside_user.py" in str(info.value)
+
+
+def test_an_array_method_that_is_an_op_compiles():
+    check_grad(U.clipped_loss, (X.copy(),), 0)
