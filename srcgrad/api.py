@@ -311,12 +311,10 @@ class CompiledFunction:
             floating = {v.id for v, w in zip(graph.inputs, spec)
                         if isinstance(w, tuple) and w[1].kind == "f"}
             as_float = [v for v in wrt if v.id not in floating]
-        # the gradients given their argument's kind at run time (`like_arg`): every one
-        # in the polymorphic code, in a variant those of Python numbers and 0-d arrays
-        # (numpy's arithmetic gives scalars of 0-d arrays)
-        self._like_arg = set() if same else {
-            v.id for v in wrt} if spec is None else {
-            v.id for v, w in zip(graph.inputs, spec) if not (isinstance(w, tuple) and w[0])}
+        # the gradients given their argument's kind and dtype at run time (`like_arg`):
+        # every one (in a variant, the optimizer drops it where the gradient is known to
+        # be an array of its argument's shape and dtype already)
+        self._like_arg = set() if same else {v.id for v in wrt}
         b, returns, check, nested = self._adjoint(fwd, wrt, out, aux)
         # the value whose shape is checked at run time is an output like the others: the
         # optimizer may replace it (`a + a` -> `2 * a`) and fusion must keep it

@@ -631,10 +631,16 @@ def _rw_float_gate(e, c):
 
 def _rw_like_arg(e, c):
     """like_arg(cast_like(g, x), x) is like_arg(g, x): it casts to x's dtype itself.
+    like_arg(g, x) is g where both are arrays of one known shape of one dimension or more
+    and one known dtype (a variant's: a cotangent that met a float64 constant, a seed
+    folded to an array, is float64 where x is float32, and keeps its cast).
     like_arg(g, x) is g where g is a float64 sum or mean of all its operand's elements
     (numpy gives a numpy float64) and x a float64 of no dimension (a 0-d array, a Python
     float or a numpy scalar, whose gradient is a numpy float64)."""
     g, x = e.ins
+    if isinstance(g, Var) and isinstance(x, Var) and g.dclass == x.dclass and \
+            len(x.dclass) == 2 and isinstance(x.dclass[1], str) and known_shape(x) and known_shape(g) == known_shape(x):
+        return g  # (a variant's array of one known dtype and shape: already its argument's)
     r = _producer_is(c, g, ops.sum) or _producer_is(c, g, ops.mean)
     if r is not None and isinstance(x, Var) and g.sclass == SCALAR and \
             x.sclass == SCALAR and g.dclass == x.dclass == FLOAT64:

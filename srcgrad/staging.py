@@ -494,11 +494,32 @@ def _dtype_class(prim, args, arrays, out):
             return src.dclass
     elif dtype is not None and arrays and len({a.dclass for a in arrays}) == 1:
         d = arrays[0].dclass
+        strong = _strong_dtypes(prim, args)
+        if strong and (dtype == "same" or floating_dclass(d)):
+            # (a constant of numpy's dtype among the operands, a folded cotangent
+            # `np.array([[2.0, 2.0]]) / s` of a float32 s: numpy's promotion decides)
+            if len(d) == 2 and isinstance(d[1], str):
+                return dtype_class(numpy.result_type(numpy.dtype(d[1]), *strong))
+            return ("f", out.id) if floating_dclass(d) else out.dclass
         if dtype == "same" or floating_dclass(d):
             return d
         if dtype == "float":
             return ("f", out.id)  # float64 for integers
     return out.dclass
+
+
+def _strong_dtypes(prim, args) -> list:
+    """The dtypes numpy's promotion takes from the operands that are not Vars: those of
+    numpy's arrays and scalars; of Python numbers too where the op is not a ufunc's
+    (`np.dot(1.0, x)` makes an array of 1.0 first: float64 with a float32 x), where a
+    ufunc takes them as weak (NEP 50: `x * 2.0` keeps x's dtype)."""
+    out = []
+    for a in args:
+        if isinstance(a, (numpy.ndarray, numpy.generic)):
+            out.append(a.dtype)
+        elif not prim.elementwise and type(a) in (float, int, bool):
+            out.append(numpy.asarray(a).dtype)
+    return out
 
 
 def _created_dclass(prim, args, params):

@@ -134,6 +134,7 @@ def _tensordot(a, b, axes=2):
 
 def _tensordot_grad_a(g, a, b, axes=2):
     xp = get_xp(g, b)
+    g = _cotangent(xp, g, b)  # (a Python float seed would make a float32 result float64)
     na, nb = _nd(a), _nd(b)
     xa, xb = _td_axes(axes, na, nb)
     free_a = [i for i in range(na) if i not in xa]
@@ -149,6 +150,7 @@ def _tensordot_grad_a(g, a, b, axes=2):
 
 def _tensordot_grad_b(g, a, b, axes=2):
     xp = get_xp(g, a)
+    g = _cotangent(xp, g, a)
     na, nb = _nd(a), _nd(b)
     xa, xb = _td_axes(axes, na, nb)
     free_a = [i for i in range(na) if i not in xa]
@@ -289,7 +291,7 @@ def _kron_grad_a(g, a, b):
     xp = get_xp(g, b)
     sa, sb, inter = _kron_layout(a, b)
     d = len(sa)
-    gi = xp.asarray(g).reshape(inter)
+    gi = _cotangent(xp, g, b).reshape(inter)
     bi = xp.reshape(b, [x for n in sb for x in (1, n)])
     return (gi * bi).sum(axis=tuple(range(1, 2 * d, 2))).reshape(getattr(a, "shape", ()))
 
@@ -298,7 +300,7 @@ def _kron_grad_b(g, a, b):
     xp = get_xp(g, a)
     sa, sb, inter = _kron_layout(a, b)
     d = len(sa)
-    gi = xp.asarray(g).reshape(inter)
+    gi = _cotangent(xp, g, a).reshape(inter)
     ai = xp.reshape(a, [x for n in sa for x in (n, 1)])
     return (gi * ai).sum(axis=tuple(range(0, 2 * d, 2))).reshape(getattr(b, "shape", ()))
 
