@@ -301,7 +301,7 @@ class Builder:
             out.dclass = _elementwise_dclass(prim, args, out)
         else:
             out.sclass = _shape_class(prim, args, params, arrays, out.sclass)
-            out.dclass = _dtype_class(prim, args, arrays, out)
+            out.dclass = _dtype_class(prim, args, out)
         if prim.positional_dtype is not None:
             made = _created_dclass(prim, args, params)
             if made is not None:
@@ -485,20 +485,24 @@ def _shape_class(prim, args, params, arrays, sclass):
     return sclass
 
 
-def _dtype_class(prim, args, arrays, out):
+def _dtype_class(prim, args, out):
     """The dtype class of a result that is not elementwise, from the op's dtype fact."""
     dtype = prim.dtype
     if isinstance(dtype, tuple):  # ("like", i)
         src = args[dtype[1]]
         if isinstance(src, Var) and src.kind == "array":
             return src.dclass
-    elif dtype is not None and arrays and len({a.dclass for a in arrays}) == 1:
+        return out.dclass
+    # (the operands: not an index, a shape, a mask, whose dtypes are not the result's)
+    arrays = [a for i, a in enumerate(args) if i not in prim.nondiff and
+              isinstance(a, Var) and a.kind == "array"]
+    if dtype is not None and arrays and len({a.dclass for a in arrays}) == 1:
         d = arrays[0].dclass
-        strong = _strong_dtypes(prim, args)
-        if strong and (dtype == "same" or floating_dclass(d)):
+        strong, unsure = _constant_dtypes(prim, args)
+        if (strong or unsure) and (dtype == "same" or floating_dclass(d)):
             # (a constant of numpy's dtype among the operands, a folded cotangent
             # `np.array([[2.0, 2.0]]) / s` of a float32 s: numpy's promotion decides)
-            if len(d) == 2 and isinstance(d[1], str):
+            if not unsure and len(d) == 2 and isinstance(d[1], str):
                 return dtype_class(numpy.result_type(numpy.dtype(d[1]), *strong))
             return ("f", out.id) if floating_dclass(d) else out.dclass
         if dtype == "same" or floating_dclass(d):
@@ -508,18 +512,22 @@ def _dtype_class(prim, args, arrays, out):
     return out.dclass
 
 
-def _strong_dtypes(prim, args) -> list:
-    """The dtypes numpy's promotion takes from the operands that are not Vars: those of
-    numpy's arrays and scalars; of Python numbers too where the op is not a ufunc's
-    (`np.dot(1.0, x)` makes an array of 1.0 first: float64 with a float32 x), where a
-    ufunc takes them as weak (NEP 50: `x * 2.0` keeps x's dtype)."""
-    out = []
-    for a in args:
+def _constant_dtypes(prim, args) -> tuple:
+    """(the dtypes of the operands that are numpy's arrays and scalars, which numpy's
+    promotion takes as they are; whether a Python number is an operand too). A ufunc takes
+    a Python number as weak (NEP 50: `x * 2.0` keeps x's dtype, see `_elementwise_dclass`);
+    a function that makes an array of it first (`np.dot(1.0, x)`: float64 with a float32 x)
+    does not, and a derivative's helper (`dot_grad_a(1.0, a, b)`) takes the other
+    operand's: which, the op table does not say, so no dtype is claimed."""
+    strong, unsure = [], False
+    for i, a in enumerate(args):
+        if i in prim.nondiff:  # (an index, a shape, an axis, a mask: not an operand)
+            continue
         if isinstance(a, (numpy.ndarray, numpy.generic)):
-            out.append(a.dtype)
-        elif not prim.elementwise and type(a) in (float, int, bool):
-            out.append(numpy.asarray(a).dtype)
-    return out
+            strong.append(a.dtype)
+        elif type(a) in (float, int, bool, complex):
+            unsure = True
+    return strong, unsure
 
 
 def _created_dclass(prim, args, params):
@@ -554,6 +562,11 @@ def floating_dclass(dclass) -> bool:
     return dclass == ("same",) or dclass[0] == "f"
 
 
+# numpy's functions that make an array of their first operand before their ufunc runs:
+# a Python number there is float64, not weak (np.clip(1.5, lo, hi) of float32 bounds)
+_ARRAY_FIRST = frozenset({"clip"})
+
+
 def _elementwise_dclass(prim, args, out):
     """The dtype class of an elementwise result. The operands' class only when numpy keeps
     that dtype: a floating dtype with Python scalars (weak, NEP 50), or any dtype for ops
@@ -570,7 +583,8 @@ def _elementwise_dclass(prim, args, out):
     if data and len({a.dclass for a in data}) == 1:
         d = data[0].dclass
         weak = all(type(a) in (int, float, bool) or (isinstance(a, Var) and a.kind == "meta")
-                   for a in scalars)
+                   for a in scalars) and not (prim.name in _ARRAY_FIRST and args and
+                                              not isinstance(args[0], Var))
         if weak and floating_dclass(d):
             return d
         if not scalars and prim.dtype == "same":
