@@ -501,7 +501,10 @@ def _unbroadcast(e, c):
     """An elementwise op's operand `broadcast_to(a, S)` where the op's result has shape S
     anyway (all shapes known, in a specialized variant): `a` itself, numpy broadcasts it.
     Only where the dtype cannot change: `a` an array of at least one dimension (whose
-    dtype broadcast_to keeps), or a Python float beside float64 arrays."""
+    dtype broadcast_to keeps), or a Python float beside float64 arrays; in a derivative,
+    a Python float beside floating arrays too: a cotangent takes the dtype of the value it
+    belongs to, as the tape's does and the shape-polymorphic code's (where the same seed
+    is a Python float: `out *= 1e-300`), not float64 from np.broadcast_to's array."""
     out = known_shape(e.outs[0])
     if out is None or not e.prim.elementwise or e.prim.shape_arg is not None:
         return _KEEP
@@ -513,11 +516,18 @@ def _unbroadcast(e, c):
         a = p.ins[0]
         others = [w for j, w in enumerate(ins) if j != i]
         if isinstance(a, Var) and known_shape(a) not in (None, ()) or \
-                type(a) is float and all(_float64(w) or _is_const(w) for w in others):
+                type(a) is float and (all(_float64(w) or _is_const(w) for w in others) or
+                                      e.phase == "bwd" and _floating_arrays(others)):
             ins[i], changed = a, True
     if not changed or known_out_shape(e.prim, ins, e.params) != out:
         return _KEEP
     return e.prim(*ins, **e.params)
+
+
+def _floating_arrays(vs) -> bool:
+    arrays = [v for v in vs if isinstance(v, Var) and v.kind == "array"]
+    return bool(arrays) and all(floating_dclass(v.dclass) for v in arrays) and all(
+        isinstance(v, Var) and v.kind == "array" or type(v) in (float, int) for v in vs)
 
 
 def _float64(v) -> bool:

@@ -41,3 +41,19 @@ def test_a_float32_arguments_gradient_is_float32_at_every_call(fn, shape, backen
                 f"call {k + 1}: {got.dtype} {got.shape}"
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6,
                                        err_msg=f"call {k + 1}")
+
+
+def test_a_cotangent_is_computed_in_the_arguments_dtype_at_every_call():
+    """The seed of `np.sum(np.exp(x) * 1e-300)` is the Python float 1e-300: in float32 it
+    is 0, and inf * 0 is nan, as the tape (and numpy's float32 function) gives. The
+    variant wrote it np.broadcast_to(1e-300, (1,)), a float64 array: inf from the third
+    call on."""
+    x = np.array([800.0], dtype=np.float32)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        want = tape_grads(U.tiny_scale, (x,), [0])[0]
+        g = srcgrad.grad(U.tiny_scale)
+        got = [g(x) for _ in range(4)]
+    assert np.isnan(want).all()
+    for k, v in enumerate(got):
+        assert v.dtype == np.float32 and np.isnan(v).all(), f"call {k + 1}: {v}"
