@@ -39,6 +39,7 @@ _LIBRARIES = frozenset({"numpy", "math", "cmath", "builtins", "scipy", "srcgrad"
                         "cupy", "functools", "operator", "itertools", "collections"})
 _MAX_DEPTH = 8
 ABSENT = ("absent",)  # the snapshot of a builtin's name: absent from the globals
+NOATTR = ("noattr",)  # the snapshot of an attribute the object has not (hasattr was False)
 
 
 def _key_ok(k) -> bool:
@@ -182,6 +183,16 @@ class Reads:
     def builtin(self, path: Path):
         """A builtin found because the namespace has no such name: it must stay absent."""
         self.guards.setdefault(("absent",) + path.key, (path, ABSENT))
+
+    def absent_attr(self, obj, name: str):
+        """`obj` has no attribute `name` (`hasattr(obj, name)` was False, `getattr` gave
+        its default): it must keep having none, or the code is compiled again."""
+        base = self.path_of(obj)
+        if base is None or is_library_module(obj):
+            return
+        path = base.child("attr", name)
+        self._check(path)
+        self.guards.setdefault(("noattr",) + path.key, (path, NOATTR))
 
     def attr(self, obj, name: str, value):
         """`value`, read as `obj.name`."""
@@ -452,6 +463,8 @@ def make_check(guards):
             env[r] = obj
         if snap is ABSENT:
             terms.append(f"{path.name!r} not in {r}")
+        elif snap is NOATTR:
+            terms.append(f"not hasattr({_parent(path).source(r)}, {path.steps[-1][1]!r})")
         else:
             terms.append(_term(path.source(r), snap, env))
     body = " and\n            ".join(f"({t})" for t in terms)
@@ -567,12 +580,19 @@ def describe(guards, fun) -> "list | None":
         steps = [[kind, key if kind == "attr" else repr(key)] for kind, key in path.steps]
         if snap is ABSENT:
             fp = "absent"
+        elif snap is NOATTR:
+            fp = "noattr"
         elif snap[0] == "is" and isinstance(snap[1], numpy.ndarray):
             fp = f"same-array:{groups.setdefault(id(snap[1]), len(groups))}"
         else:
             fp = _digest(fingerprint(path.get()))
         out.append([scope, path.scope.kind, path.name, steps, fp])
     return out
+
+
+def _parent(path: Path) -> Path:
+    """The path of the object whose attribute `path` names."""
+    return Path(path.scope, path.name, path.steps[:-1])
 
 
 def _digest(text: str) -> str:
@@ -596,6 +616,12 @@ def validate(described, fun, scope_for) -> "list | None":
                 if kind != "globals" or name in scope.obj:
                     return None
                 live.append((path, ABSENT))
+                continue
+            if fp == "noattr":
+                if not path.steps or path.steps[-1][0] != "attr" or \
+                        hasattr(_parent(path).get(), path.steps[-1][1]):
+                    return None
+                live.append((path, NOATTR))
                 continue
             value = path.get()
             if fp.startswith("same-array:"):

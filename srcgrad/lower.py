@@ -44,8 +44,7 @@ from .staging import (INT, INT_VALUED, IS_NONE, LEN, Builder, as_array, dtype_cl
 from .staging import known as staging_known
 from .scopes import Path, scope_of, self_scope
 from . import pytree, verbatim
-from .protocols import (BINARY, MISSING as _MISSING, UNARY, Protocols, holds_python,
-                        python_method)
+from .protocols import BINARY, MISSING as _MISSING, UNARY, Protocols, holds_python
 
 
 __all__ = ["lower", "numpy_where_derivative"]
@@ -707,7 +706,7 @@ class Lowerer(Protocols):
         self.b.hint = name
         cur = self.load(name, node.target)
         rhs = self.expr(node.value)
-        inplace = python_method(cur, "__i" + BINARY[type(node.op).__name__][0][2:]) \
+        inplace = self.py_method(cur, "__i" + BINARY[type(node.op).__name__][0][2:]) \
             if type(node.op).__name__ in BINARY else None
         if inplace is not None:  # an object's own `__iadd__`, inlined (Python's first try)
             value = self.inline(inplace, [cur, rhs], {}, node)
@@ -2217,7 +2216,7 @@ class Lowerer(Protocols):
 
     def call_abs(self, f, args, kwargs, node):
         (v,) = args
-        if python_method(v, "__abs__") is not None:
+        if self.py_method(v, "__abs__") is not None:
             return self.protocol(v, "__abs__", node)
         if not has_var(v):
             return abs(v)
@@ -2286,10 +2285,9 @@ class Lowerer(Protocols):
         try:
             value = getattr(obj, name)
         except AttributeError:
-            if f is builtins.hasattr:
-                return False
-            if len(args) == 3:
-                return args[2]
+            if f is builtins.hasattr or len(args) == 3:  # (it must stay absent: guarded)
+                self.b.reads.absent_attr(obj, name)
+                return False if f is builtins.hasattr else args[2]
             raise self.error(f"{type(obj).__name__} object has no attribute {name!r}",
                              node, UnknownFunctionError) from None
         value = self.b.reads.attr(obj, name, value)
@@ -2367,8 +2365,10 @@ class Lowerer(Protocols):
                              node, UnsupportedSyntaxError)
         if f is builtins.type:  # (reached as obj.__class__: its attributes are guarded)
             return self.b.reads.attr(args[0], "__class__", type(args[0]))
+        if f is builtins.isinstance and len(args) == 2:  # (the object's class: guarded)
+            self.b.reads.attr(args[0], "__class__", type(args[0]))
         if f is builtins.reversed and len(args) == 1 and \
-                python_method(args[0], "__reversed__") is not None:
+                self.py_method(args[0], "__reversed__") is not None:
             return self.protocol(args[0], "__reversed__", node)
         if f in (builtins.tuple, builtins.list, builtins.zip, builtins.enumerate,
                  builtins.reversed):  # iterables: a class's __iter__ inlined

@@ -109,12 +109,26 @@ class Protocols:
     """Operators and builtins on compile-time values, with methods written in Python
     inlined (see the module's docstring)."""
 
+    def py_method(self, v, name):
+        """`python_method(v, name)`, looked up as Python does (on `v`'s class) and guarded
+        like any read: `v`'s class, and the class's `name` (the function compiled, its
+        code checked by the guard; or its absence), so that `obj.__class__ = Sub`, or
+        `Stages.__iter__` replaced or edited, compiles the function again."""
+        m = python_method(v, name)
+        if identity_matters(v) and self.b.reads.path_of(v) is not None:
+            cls = self.b.reads.attr(v, "__class__", type(v))
+            if hasattr(cls, name):
+                self.b.reads.attr(cls, name, getattr(cls, name))
+            else:
+                self.b.reads.absent_attr(cls, name)
+        return m
+
     def protocol(self, v, name, node):
         """`v.<name>()` where `v`'s class defines that method in Python (`__iter__` of a
         model that holds its layers, `__len__`...): inlined, so that what it reads is read
         like any value from outside (guarded); else `v` itself, for Python to apply the
         protocol to (a builtin type's)."""
-        method = python_method(v, name)
+        method = self.py_method(v, name)
         if method is None:
             return v
         return self.inline(method, [v], {}, node)
@@ -126,7 +140,7 @@ class Protocols:
         if isinstance(v, Var):
             return v
         for name in ("__bool__", "__len__"):
-            if hasattr(type(v), name) and python_method(v, name) is not None:
+            if hasattr(type(v), name) and self.py_method(v, name) is not None:
                 out = self.protocol(v, name, node)
                 return out if has_var(out) else bool(out)
             if hasattr(type(v), name):
@@ -146,12 +160,12 @@ class Protocols:
         inlined, until one gives something other than NotImplemented; MISSING when no
         method written in Python takes part (Python's own operator then runs no user code)
         or when all give NotImplemented (`NotImplemented` is returned then)."""
-        if python_method(a, name) is None and python_method(b, rname) is None and \
-                not (name == "__ne__" and (python_method(a, "__eq__") is not None or
-                                           python_method(b, "__eq__") is not None)):
+        if self.py_method(a, name) is None and self.py_method(b, rname) is None and \
+                not (name == "__ne__" and (self.py_method(a, "__eq__") is not None or
+                                           self.py_method(b, "__eq__") is not None)):
             return MISSING
         if isinstance(a, (Var, numpy.ndarray, numpy.generic)) and \
-                python_method(b, rname) is not None:
+                self.py_method(b, rname) is not None:
             # numpy applies the object's method to every item: an array of objects
             raise self.error(f"an array and a {type(b).__name__} whose class defines "
                              f"{rname} in Python: numpy calls it on every item (an array of "
@@ -174,12 +188,12 @@ class Protocols:
         where the class has none (or a builtin's refuses the other operand)."""
         if isinstance(obj, Var):
             return NotImplemented
-        f = python_method(obj, meth)
+        f = self.py_method(obj, meth)
         if f is not None and _made_by_dataclasses(type(obj), f):
             return self.fields_compare(obj, other, meth, node)
         if f is not None:
             return self.inline(f, [obj, other], {}, node)
-        if meth == "__ne__" and python_method(obj, "__eq__") is not None:
+        if meth == "__ne__" and self.py_method(obj, "__eq__") is not None:
             # object.__ne__ is `not self.__eq__(other)`, NotImplemented passed on
             out = self.call_method(obj, "__eq__", other, node)
             return out if out is NotImplemented else self.negate(out, node)
@@ -224,12 +238,12 @@ class Protocols:
     def uses_python(self, a, b, op_name) -> bool:
         """Does `a <op> b` (a binary operator) call a method written in Python?"""
         name, rname, _ = BINARY[op_name]
-        return python_method(a, name) is not None or python_method(b, rname) is not None
+        return self.py_method(a, name) is not None or self.py_method(b, rname) is not None
 
     def unary(self, op_name, v, node):
         """`-v`, `+v`, `~v` of a compile-time value whose class defines the method in
         Python (inlined); MISSING otherwise."""
-        f = python_method(v, UNARY[op_name])
+        f = self.py_method(v, UNARY[op_name])
         return MISSING if f is None else self.inline(f, [v], {}, node)
 
     # -- comparisons ----------------------------------------------------------------------------
@@ -275,11 +289,11 @@ class Protocols:
 
     def contains(self, container, item, node):
         """`item in container` of compile-time values."""
-        f = python_method(container, "__contains__")
+        f = self.py_method(container, "__contains__")
         if f is not None:
             return self.truth(self.inline(f, [container, item], {}, node), node)
         if not isinstance(container, _CONTAINERS) and \
-                python_method(container, "__iter__") is not None:
+                self.py_method(container, "__iter__") is not None:
             items = list(self.protocol(container, "__iter__", node))
         elif isinstance(container, _CONTAINERS) and (
                 holds_python(item, _EQUALITY) or holds_python(container, _EQUALITY)):
@@ -315,10 +329,10 @@ class Protocols:
     def static_items(self, v, node):
         """The items of a compile-time iterable, its class's `__iter__` inlined where it is
         written in Python."""
-        if python_method(v, "__iter__") is not None:
+        if self.py_method(v, "__iter__") is not None:
             return list(self.protocol(v, "__iter__", node))
         if not isinstance(v, (str, bytes, range, _CONTAINERS)) and any(
-                python_method(v, n) is not None
+                self.py_method(v, n) is not None
                 for n in ("__getitem__", "__len__", "__reversed__", "__next__")):
             raise self.error(f"iterating over a {type(v).__name__} whose class defines "
                              "__getitem__ or __next__ (not __iter__) in Python is not "
