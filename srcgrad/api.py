@@ -715,7 +715,7 @@ class CompiledFunction:
         except (SrcgradError, TypeError, ValueError):
             raise  # the compiler's own, located errors and argument errors
         except Exception as err:
-            code = getattr(inspect.unwrap(self.fun), "__code__", None)
+            code = getattr(_scopes.unwrap(self.fun), "__code__", None)
             where = () if code is None else (
                 code.co_filename, code.co_firstlineno, 0,
                 linecache.getline(code.co_filename, code.co_firstlineno))

@@ -58,6 +58,7 @@ import numpy
 from . import __version__
 from .errors import CacheWarning
 from .frontend import code_names
+from .scopes import unwrap
 
 __all__ = ["cache_dir", "source_of", "cache_key", "load", "store", "clear", "exec_source", "info",
            "prune", "max_bytes"]
@@ -110,7 +111,7 @@ def _describe(value, seen: set, depth: int = 0) -> str:
 
 
 def _function_text(fn, seen: set, depth: int = 0) -> str:
-    fn = inspect.unwrap(fn)
+    fn = unwrap(fn)  # (what is compiled: a wrapper's own code)
     code = getattr(fn, "__code__", None)
     # each function object once (recursion ends there), not each code object: closures made
     # by one factory share their code but differ in what they close over and their defaults

@@ -22,6 +22,7 @@ import types
 from dataclasses import dataclass, field
 
 from .errors import SourceChangedError, SourceUnavailableError
+from .scopes import unwrap
 
 __all__ = ["Source", "parse_function", "lambda_as_def"]
 
@@ -54,12 +55,6 @@ class Source:
         if hasattr(builtins, name):
             return getattr(builtins, name)
         raise KeyError(name)
-
-
-def _unwrap(fn):
-    while hasattr(fn, "__wrapped__"):
-        fn = fn.__wrapped__
-    return fn
 
 
 def lambda_as_def(node: ast.Lambda, name: str = "lambda") -> ast.FunctionDef:
@@ -119,7 +114,7 @@ def _closure(fn, code) -> dict:
 
 def parse_function(fn) -> Source:
     """Read and parse `fn`'s source; raise SourceUnavailableError when Python can't."""
-    fn = _unwrap(fn)
+    fn = unwrap(fn)
     code = getattr(fn, "__code__", None)
     name = getattr(fn, "__name__", repr(fn))
     if code is None and isinstance(fn, functools.partial):
@@ -138,7 +133,8 @@ def parse_function(fn) -> Source:
         # of its own
         return _parse_lambda(fn, code)
     try:
-        lines, firstlineno = inspect.getsourcelines(fn)
+        lines, firstlineno = inspect.getsourcelines(code)  # (not fn: a wrapper names
+        # the function it wraps in __wrapped__, whose text inspect would give)
     except (OSError, TypeError) as e:
         raise SourceUnavailableError(
             f"cannot read the source of {name!r} ({e}); functions typed at the interactive "

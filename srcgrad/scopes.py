@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import sys
+import types
 
 __all__ = ["Scope", "Path", "scope_of", "describe", "resolve", "wrap_reads"]
 
@@ -103,17 +104,96 @@ def self_scope(method) -> Scope:
                  f"the {type(obj).__name__} object {method.__qualname__} is bound to")
 
 
-def _unwrap(fn):
-    while hasattr(fn, "__wrapped__"):
+def unwrap(fn):
+    """The function srcgrad compiles for `fn`. A decorator's wrapper (`functools.wraps`
+    sets `__wrapped__`) is code of its own: compiled as it is (`2.0 * fn(x)` is not
+    `fn(x)`), unless it only passes its arguments on and returns the wrapped function's
+    result untouched (`return fn(*args, **kwargs)`, with timing or logging around it:
+    `transparent`), whose value is the wrapped function's; an object not written in
+    Python (`functools.lru_cache`'s) gives the wrapped function's values too."""
+    while hasattr(fn, "__wrapped__") and (
+            not isinstance(getattr(fn, "__func__", fn), types.FunctionType) or
+            transparent(getattr(fn, "__func__", fn), fn.__wrapped__)):
         fn = fn.__wrapped__
     return fn
+
+
+_TRANSPARENT: dict = {}  # (code object, id of what it wraps) -> transparent(...)
+
+
+def transparent(fn, wrapped) -> bool:
+    """Does Python function `fn` return `wrapped(*args, **kwargs)` of its own arguments,
+    untouched? Its text must read `def w(*args, **kwargs)`, call `wrapped` (a variable of
+    its closure) once with exactly those, and return that call, or a name bound to it
+    that nothing else reads; `args` and `kwargs` appear nowhere else. Other statements
+    (a clock read, a log line) do not change the value."""
+    key = (fn.__code__, id(wrapped))
+    found = _TRANSPARENT.get(key)
+    if found is None:
+        found = _TRANSPARENT[key] = _returns_the_call(fn, wrapped)
+    return found
+
+
+def _returns_the_call(fn, wrapped) -> bool:
+    import inspect
+    import textwrap
+
+    code = fn.__code__
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(code)))
+    except (OSError, TypeError, SyntaxError, IndentationError):
+        return False
+    node = tree.body[0] if tree.body else None
+    if not isinstance(node, ast.FunctionDef) or node.name != code.co_name:
+        return False
+    a = node.args
+    if a.vararg is None or a.kwarg is None or a.args or a.posonlyargs or a.kwonlyargs:
+        return False
+    star, kw = a.vararg.arg, a.kwarg.arg
+    cells = dict(zip(code.co_freevars, fn.__closure__ or ()))
+
+    def calls_wrapped(e) -> bool:
+        if not (isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and
+                e.func.id in cells and len(e.args) == 1 and len(e.keywords) == 1):
+            return False
+        try:
+            target = cells[e.func.id].cell_contents
+        except ValueError:
+            return False
+        s, k = e.args[0], e.keywords[0]
+        return target is wrapped and isinstance(s, ast.Starred) and \
+            isinstance(s.value, ast.Name) and s.value.id == star and k.arg is None and \
+            isinstance(k.value, ast.Name) and k.value.id == kw
+
+    inner = [n for stmt in node.body for n in ast.walk(stmt)]
+    if any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef,
+                          ast.Yield, ast.YieldFrom, ast.Await)) for n in inner):
+        return False
+    calls = [n for n in inner if calls_wrapped(n)]
+    if len(calls) != 1 or sum(isinstance(n, ast.Name) and n.id in (star, kw)
+                              for n in inner) != 2:
+        return False  # (the arguments passed on once, and used for nothing else)
+    returns = [n for n in inner if isinstance(n, ast.Return)]
+    last = node.body[-1]
+    if returns != [last] or last.value is None:
+        return False
+    if last.value is calls[0]:
+        return True
+    if not isinstance(last.value, ast.Name):
+        return False
+    name = last.value.id  # `out = wrapped(*args, **kwargs)` ... `return out`
+    binds = [stmt for stmt in node.body if isinstance(stmt, ast.Assign) and
+             stmt.value is calls[0] and len(stmt.targets) == 1 and
+             isinstance(stmt.targets[0], ast.Name) and stmt.targets[0].id == name]
+    uses = [n for n in inner if isinstance(n, ast.Name) and n.id == name]
+    return len(binds) == 1 and len(uses) == 2
 
 
 def describe(scope: Scope, fun):
     """A JSON-able description of `scope` from the transformed function `fun`, or None
     when another process could not find it again (a cell of a function inlined into
     `fun`, a namespace that is no module's)."""
-    fn = _unwrap(fun)
+    fn = unwrap(fun)
     if scope.kind == "object":
         return ["self"] if scope.obj is getattr(fn, "__self__", None) else None
     if scope.kind == "globals":
@@ -134,7 +214,7 @@ def describe(scope: Scope, fun):
 
 def resolve(desc, fun):
     """The namespace object `desc` (from `describe`) names; LookupError if there is none."""
-    fn = _unwrap(fun)
+    fn = unwrap(fun)
     if not desc:
         raise LookupError("a namespace only the compiling process knows")
     if desc[0] == "globals":
