@@ -67,6 +67,7 @@ class Reads:
         # what statements that run as written change at every call (srcgrad.verbatim):
         # nothing at or under these paths may be read at compile time
         self.changing: dict[tuple, Path] = {}
+        self.deep: dict[int, object] = {}  # id -> a container guarded from its own path
         self.changing_objects: dict[int, tuple] = {}  # id -> (Path, obj) of those
         # whether the code compiled depends on which object a value is (`mode is TRAIN`,
         # a dict keyed by objects): another process's objects are others, so the disk
@@ -248,6 +249,14 @@ class Reads:
             self._found(path, v)
             if isinstance(v, numpy.ndarray):  # read at every call: only its type is fixed
                 return ("type", t)
+        if t in (list, tuple, dict) and depth >= _MAX_DEPTH and path is not None and \
+                id(v) not in self.deep:
+            # (nested deeper than a snapshot goes: a guard of its own, from here down, so
+            # that `CFG[0]...[0] = 5.0` nine levels down is still seen; each container once,
+            # a list that holds itself included)
+            self.deep[id(v)] = v
+            self._guard(path, self.snapshot(v, path))
+            return ("is", v)
         if t in (list, tuple) and depth < _MAX_DEPTH:
             if all(type(x) in _ATOMS for x in v):
                 # (0.0 == -0.0: the signs of its zeros are compared too, where it has any)

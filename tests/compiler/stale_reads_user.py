@@ -63,3 +63,18 @@ def staged(x):
     for w in STAGES:
         total = total + w * np.sum(x ** 2)
     return total * len(STAGES)
+
+
+DEEP = [[[[[[[[[[2.0]]]]]]]]]]  # (per stage, per layer, per head...: ten levels)
+
+
+def deep_scale(x):
+    return np.sum(DEEP[0][0][0][0][0][0][0][0][0][0] * x ** 2)
+
+
+LOOPED = [3.0]
+LOOPED.append(LOOPED)  # (a list that holds itself)
+
+
+def looped_scale(x):
+    return np.sum(LOOPED[1][1][0] * x)

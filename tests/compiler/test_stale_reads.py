@@ -102,3 +102,26 @@ def test_a_protocol_method_edited_in_another_module_is_seen_by_the_disk_cache(tm
         got.append(eval(out.stdout.strip().splitlines()[-1]))
     np.testing.assert_allclose(got[0], 2 * 2 * X)
     np.testing.assert_allclose(got[1], 2 * 3 * X)
+
+
+def test_a_number_nested_deeper_than_a_snapshot_goes():
+    g = srcgrad.grad(U.deep_scale)
+    np.testing.assert_allclose(_calls(g), 4 * X)
+    inner = U.DEEP
+    for _ in range(9):
+        inner = inner[0]
+    inner[0] = 5.0
+    try:
+        np.testing.assert_allclose(_calls(g), 10 * X)
+    finally:
+        inner[0] = 2.0
+
+
+def test_a_list_that_holds_itself():
+    g = srcgrad.grad(U.looped_scale)
+    np.testing.assert_allclose(_calls(g), np.full(3, 3.0))
+    U.LOOPED[0] = 4.0
+    try:
+        np.testing.assert_allclose(_calls(g), np.full(3, 4.0))
+    finally:
+        U.LOOPED[0] = 3.0
