@@ -787,9 +787,10 @@ class CompiledFunction:
         for name, op in meta["ops"].items():
             ns[name] = live[name] if name in live else self._ops[name]
         impl = ns[meta["entry"]]
-        if not meta.get("positional"):
-            impl.__defaults__ = self.fun.__defaults__
-            impl.__kwdefaults__ = self.fun.__kwdefaults__
+        if not meta.get("positional"):  # (those of the function compiled: a transparent
+            compiled = _scopes.unwrap(self.fun)  # wrapper's are its wrapped function's)
+            impl.__defaults__ = getattr(compiled, "__defaults__", None)
+            impl.__kwdefaults__ = getattr(compiled, "__kwdefaults__", None)
         return impl
 
     def _gpu_impl(self, args, kwargs):
@@ -1393,6 +1394,7 @@ def _same_shape(what, t, of, x):
 def _structured_defaults(fun) -> bool:
     """Has `fun` a default value that is a structure of arguments (a dict, a list of
     arrays...)? A call that leaves it out passes it as the structure it is."""
+    fun = _scopes.unwrap(fun)
     d = getattr(fun, "__defaults__", None) or ()
     k = getattr(fun, "__kwdefaults__", None) or {}
     return any(_pytree.is_structured(v) for v in (*d, *k.values()))

@@ -78,3 +78,8 @@ def weight(n):
 
 def uses_cached(x):
     return np.sum(x ** 2) * weight(3)
+
+
+@passed_on
+def weighted_loss(x, weight=1.5):
+    return np.sum(x ** 2) * weight

@@ -41,3 +41,10 @@ def test_which_wrappers_are_transparent():
     assert not transparent(U.doubled_loss, U.doubled_loss.__wrapped__)
     assert unwrap(U.doubled_loss) is U.doubled_loss
     assert unwrap(U.sine) is U.sine.__wrapped__
+
+
+def test_a_transparent_wrappers_function_keeps_its_default_arguments():
+    g = srcgrad.grad(U.weighted_loss)
+    for _ in range(3):
+        np.testing.assert_allclose(g(X.copy()), 3.0 * X)
+        np.testing.assert_allclose(g(X.copy(), 0.5), 1.0 * X)
