@@ -389,20 +389,34 @@ def vjp_hypot_y(g, out, x, y):
     return _safe_ratio(g, y, out)
 
 
+def _sum_share(x, y, out, power):
+    """x's share of the sum that `out` = log(power(x) + power(y)) is the log of:
+    power(x - out). Where x and out are the same infinity (-inf and -inf, the log of a zero
+    probability in a forward algorithm; or x = +inf) x - out is nan, which would reach the
+    gradient, and its derivative (an hvp) through a zero tangent: there the limit, 1/2 for
+    x == y, else 1 (x the larger). Where an operand is a finite number (softplus,
+    logaddexp(0, x)) out is never -inf: the one-line form."""
+    if any(isinstance(v, numbers.Real) and math.isfinite(v) for v in (x, y)):
+        return power(subtract(x, out))
+    same = logical_and(isinf(out), equal(x, out))
+    share = power(where(same, 0.0, subtract(x, out)))
+    return where(logical_and(same, equal(x, y)), 0.5, share)
+
+
 def vjp_logaddexp_x(g, out, x, y):
-    return multiply(g, exp(subtract(x, out)))
+    return multiply(g, _sum_share(x, y, out, exp))
 
 
 def vjp_logaddexp_y(g, out, x, y):
-    return multiply(g, exp(subtract(y, out)))
+    return multiply(g, _sum_share(y, x, out, exp))
 
 
 def vjp_logaddexp2_x(g, out, x, y):
-    return multiply(g, exp2(subtract(x, out)))
+    return multiply(g, _sum_share(x, y, out, exp2))
 
 
 def vjp_logaddexp2_y(g, out, x, y):
-    return multiply(g, exp2(subtract(y, out)))
+    return multiply(g, _sum_share(y, x, out, exp2))
 
 
 def vjp_sinc(g, out, x):
