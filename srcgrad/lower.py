@@ -313,6 +313,11 @@ def _assigned(stmts) -> list:
     return names
 
 
+def _own_targets(node) -> list:
+    """The names a `for` loop binds to its items (none for a `while`)."""
+    return _target_names(node.target) if isinstance(node, ast.For) else []
+
+
 def _item_base(t):
     """`x` for a target `x[i]`, `x[i][j]`...; None when the base is not a name."""
     while isinstance(t, ast.Subscript):
@@ -1341,10 +1346,11 @@ class Lowerer(Protocols):
         else:
             self.b.structured(WHILE, inits, outs, params)
         self._bind_carried(self.env, carried, outs)
-        for n in _assigned(node.body):
+        for n in _own_targets(node) + _assigned(node.body):
             if n not in self.env and n in body_env:
                 self.env[n] = _Undefined(n, "it is first assigned inside a loop whose trip "
-                                         "count is known only at run time; give it a value "
+                                         "count is known only at run time (a loop that "
+                                         "runs no time leaves it unbound); give it a value "
                                          "before the loop")
         if returns:
             flag, value = self.env.pop("<returned>"), self.env.pop("<return>")
@@ -1367,7 +1373,10 @@ class Lowerer(Protocols):
             if isinstance(self.env.get(n), numpy.ndarray)]
         changed += [n for n, v in self.env.items()
                     if n.isidentifier() and any(v is a for a in arrays)]
-        names = [n for n in _assigned(node.body) + _grown_lists(node.body) + changed +
+        # (the loop's own variable too: after the loop it holds the last item, or the one
+        # a `break` left, as in Python)
+        names = [n for n in _own_targets(node) + _assigned(node.body) +
+                 _grown_lists(node.body) + changed +
                  (["<return>", "<returned>"] if returns else [])
                  if n in self.env and not isinstance(self.env[n], _Undefined)]
         carried, inits = [], []
