@@ -649,7 +649,8 @@ def _rw_like_arg(e, c):
     float or a numpy scalar, whose gradient is a numpy float64)."""
     g, x = e.ins
     if isinstance(g, Var) and isinstance(x, Var) and g.dclass == x.dclass and \
-            len(x.dclass) == 2 and isinstance(x.dclass[1], str) and known_shape(x) and known_shape(g) == known_shape(x):
+            len(x.dclass) == 2 and isinstance(x.dclass[1], str) and known_shape(x) and \
+            known_shape(g) == known_shape(x):
         return g  # (a variant's array of one known dtype and shape: already its argument's)
     r = _producer_is(c, g, ops.sum) or _producer_is(c, g, ops.mean)
     if r is not None and isinstance(x, Var) and g.sclass == SCALAR and \
