@@ -171,12 +171,15 @@ def _compiler_id() -> str:
         import runtime
 
         parts = []
-        for pkg in (os.path.dirname(__file__), os.path.dirname(runtime.__file__)):
-            for root, _, files in os.walk(pkg):
-                for f in sorted(files):
-                    if f.endswith(".py"):
-                        st = os.stat(os.path.join(root, f))
-                        parts.append(f"{f}:{st.st_size}:{st.st_mtime_ns}")
+        folders = [os.path.dirname(__file__), os.path.dirname(runtime.__file__)]
+        while folders:  # (os.scandir: the cost is the stat of each file, a fresh
+            with os.scandir(folders.pop()) as entries:  # process's first call pays it)
+                for e in entries:
+                    if e.name.endswith(".py"):
+                        st = e.stat()
+                        parts.append(f"{e.path}:{st.st_size}:{st.st_mtime_ns}")
+                    elif e.name != "__pycache__" and e.is_dir():
+                        folders.append(e.path)
         _COMPILER_ID = hashlib.sha256("|".join(sorted(parts)).encode()).hexdigest()
     return _COMPILER_ID
 
@@ -190,7 +193,9 @@ def cache_key(fn, options: dict) -> str:
     return h.hexdigest()
 
 
-def _path(key: str) -> str | None:
+def entry_path(key: str) -> str | None:
+    """The file an entry of this key is (or would be) stored in; None when the cache is
+    off."""
     d = cache_dir()
     return None if d is None else os.path.join(d, key + ".py")
 
@@ -245,7 +250,7 @@ def _digest(key: str, meta: str, body: str) -> str:
 def load(key: str):
     """(source, meta, path) from the disk cache, or None. Unsafe or corrupt files are
     never executed: they are reported with a CacheWarning and treated as missing."""
-    path = _path(key)
+    path = entry_path(key)
     if path is None or not _usable_dir(os.path.dirname(path), create=False):
         return None
     try:
@@ -295,7 +300,7 @@ def load(key: str):
 
 def store(key: str, source: str, meta: dict) -> str | None:
     """Write atomically; returns the path, or None when the cache is off or unusable."""
-    path = _path(key)
+    path = entry_path(key)
     if path is None or not _usable_dir(os.path.dirname(path), create=True):
         return None
     # the compiled module goes beside the source (a later process skips compiling it); the
