@@ -177,6 +177,7 @@ class CompiledFunction:
         # path (srcgrad.pytree), which passes its leaves as arguments
         self._tree_defaults = _structured_defaults(fun)
         self._variants = None  # srcgrad.specialize.Variants, once compiled
+        self._stored_key = None  # (sig, key) of the variant `_variant_stored` looked for
         self._check = None  # whether what it read at compile time still holds
         self._gpu = None
         # cupy variants (by signature), calls seen per signature (None: given up), and
@@ -551,7 +552,8 @@ class CompiledFunction:
         if self.specialize and self._specializable():
             self._variants = _specialize.Variants(
                 impl, self._variant, self._arg_values, self._settle,
-                hot=1 if self.backend == "numba" else _specialize.HOT_CALLS)
+                hot=1 if self.backend == "numba" else _specialize.HOT_CALLS,
+                stored=self._variant_stored if key is not None else None)
             self._call = self._variants.miss
         return self._call
 
@@ -576,25 +578,42 @@ class CompiledFunction:
         if self._variants is not None and self._impl is not None:
             self._call = first
 
-    def _variant_module(self, sig, jit: bool = False):
-        """(text, path, meta) of the variant for signature `sig` (cached like the
-        general module, keyed by the signature too); with `jit`, the module numba compiles
-        (srcgrad.jit)."""
-        from . import jit as _jit
-
+    def _variant_options(self, sig, jit: bool = False) -> dict:
+        """The options the variant for `sig` is compiled (and cached) under."""
         opts = dict(self._options(), spec=_specialize.describe(
             sig, [str(i) for i in range(len(sig))]))
-        large = self.jit_loops_only  # (else decided by the arrays the variant makes)
         if jit:
+            from . import jit as _jit
+
             opts.update(backend="numba", large=(_jit.LARGE, _jit.VECTOR_CALLS))
         else:
             from . import fusion as _fusion
 
             opts.update(blocks=(_fusion.BLOCKED_MIN, _fusion.BLOCK, _fusion.BLOCK_MIN,
                                 _fusion.LIVE_ELEMENTS))
+        return opts
+
+    def _variant_stored(self, sig) -> bool:
+        """Whether the disk cache holds the (numpy) variant for `sig`: loading it is
+        cheaper than a call of the shape-polymorphic code. Whether it may be used is
+        decided where it is loaded (`_variant_module`), as for any cache entry."""
+        if not self.use_disk_cache or _cache.cache_dir() is None:
+            return False
+        key = _cache.cache_key(self.fun, self._variant_options(sig))
+        self._stored_key = (sig, key)  # (for `_variant_module`, which runs next)
+        return os.path.isfile(_cache.entry_path(key))
+
+    def _variant_module(self, sig, jit: bool = False):
+        """(text, path, meta) of the variant for signature `sig` (cached like the
+        general module, keyed by the signature too); with `jit`, the module numba compiles
+        (srcgrad.jit)."""
+        opts = self._variant_options(sig, jit)
+        large = self.jit_loops_only  # (else decided by the arrays the variant makes)
         key = None
         if self.use_disk_cache and _cache.cache_dir() is not None:
-            key = _cache.cache_key(self.fun, opts)
+            stored, self._stored_key = self._stored_key, None
+            key = stored[1] if stored is not None and stored[0] == sig and not jit else \
+                _cache.cache_key(self.fun, opts)
             loaded = _cache.load(key)
             if loaded is not None and _bindable(self.fun, loaded[1]) is not None and \
                     self._find_ops(loaded[1]):
@@ -762,6 +781,8 @@ class CompiledFunction:
             ns = _numba_module(f"srcgrad_generated_{meta['entry']}_"
                                f"{hashlib.sha256(path.encode()).hexdigest()[:20]}")
         code = self._code if module is None or module is self._module else None
+        if code is None and module is not None and meta.get("code"):
+            code = _cache.load_code(path, meta, text)  # (a variant read from the cache)
         transform = None
         if isinstance(xp, NumpyOnCupy) and meta["scopes"]:
             # the user's module and closure arrays, read at each call, go to the device

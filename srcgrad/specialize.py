@@ -74,12 +74,16 @@ class Variants:
     `build(sig)` compiles the variant for a signature and returns it bound (its guard's
     fallback bound to `miss`); `general` is the shape-polymorphic function; `bind(args,
     kwargs)` gives the values a signature is taken of; `settle(f)` is told what calls
-    should run first from now on (the newest variant; `general` once they are given up)."""
+    should run first from now on (the newest variant; `general` once they are given up);
+    `stored(sig)`, when given, says whether the disk cache holds the variant for `sig`:
+    a signature's first call then loads it (a process that runs a training loop again
+    runs the variant an earlier run built from its first call)."""
 
-    def __init__(self, general, build, bind, settle, hot: int = HOT_CALLS):
+    def __init__(self, general, build, bind, settle, hot: int = HOT_CALLS, stored=None):
         self.general = general
         self.hot = hot  # calls with one signature before its variant is built
         self._build = build
+        self._stored = stored  # sig -> whether its variant is in the disk cache
         self._bind = bind
         self._settle = settle
         self.by_sig: dict = {}
@@ -112,7 +116,9 @@ class Variants:
         if variant is None and sig is not None:
             with self._lock:
                 n = self.counts[sig] = self.counts.get(sig, 0) + 1
-                if n >= self.hot:
+                # (a variant another process built and stored is loaded at its first call)
+                if n >= self.hot or (n == 1 and self._stored is not None and
+                                     self._stored(sig)):
                     variant = self.add(sig)
         if variant is None:
             self.unspecialized += 1

@@ -66,7 +66,7 @@ def run_in_new_process(user_dir, cache_dir, extra_env=None):
             w = np.linspace(0.5, -0.5, 12).reshape(3, 4)
             out = g(x, w)
         print(json.dumps({{"grad": out.tolist(), "compile_count": g.compile_count,
-                          "path": g.cache_path,
+                          "path": g.cache_path, "variants": len(g._variants.by_sig),
                           "warnings": [str(w.message) for w in caught]}}))
     """)
     env = dict(os.environ, SRCGRAD_CACHE_DIR=str(cache_dir), PYTHONPATH=ROOT)
@@ -516,3 +516,35 @@ def test_clear_cache_empties_the_directory(user_module):
     # the in-memory caches were dropped too: the next call compiles again
     np.testing.assert_allclose(g1(X, W), expected_grad(X, W))
     assert g1.compile_count == 2
+
+
+def test_a_stored_variant_runs_from_the_first_call_of_a_new_object(user_module):
+    from srcgrad import specialize
+
+    g1 = srcgrad.grad(user_module.f, wrt="w")
+    for _ in range(specialize.HOT_CALLS):
+        g1(X, W)
+    assert g1.variant_count == 1
+    g2 = srcgrad.grad(user_module.f, wrt="w")
+    np.testing.assert_allclose(g2(X, W), expected_grad(X, W))
+    # loaded from the disk at the first call, not built and not after HOT_CALLS calls
+    assert g2.compile_count == 0 and g2.variant_count == 0
+    assert list(g2._variants.by_sig) == list(g1._variants.by_sig)
+    assert g2.specialized_source(X, W) == g1.specialized_source(X, W)
+    # other shapes: no variant stored, the shape-polymorphic code runs, none is built yet
+    x3, w3 = X[:, :2].copy(), W[:2].copy()
+    np.testing.assert_allclose(g2(x3, w3), expected_grad(x3, w3))
+    assert len(g2._variants.by_sig) == 1 and g2.variant_count == 0
+
+
+def test_a_stored_variant_is_loaded_in_a_new_process(user_module, tmp_path):
+    from srcgrad import specialize
+
+    cache_dir = os.environ["SRCGRAD_CACHE_DIR"]
+    g = srcgrad.grad(user_module.f, wrt="w")
+    for _ in range(specialize.HOT_CALLS):
+        g(X, W)
+    report = run_in_new_process(tmp_path / "user", cache_dir)
+    assert report["compile_count"] == 0 and report["warnings"] == []
+    np.testing.assert_allclose(report["grad"], expected_grad(X, W))
+    assert report["variants"] == 1
