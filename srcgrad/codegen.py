@@ -68,6 +68,8 @@ _NUMBER = re.compile(r"\(?-?(\d[\d_]*\.?\d*(e[-+]?\d+)?|float\('(-?inf|nan)'\))\
 _HOLE = "\x00{}\x00"  # an operand's place in a spelling, filled after renaming
 # what the numba backend's modules import from numba
 _JIT_NAMES = {"njit", "prange"}
+# ... and from srcgrad.jit_math: the exp and tanh of float64 numbers that a loop calls
+_VECTOR_MATH = {"exp": "vector_exp", "tanh": "vector_tanh"}
 
 
 def index_source(idx) -> str:
@@ -220,7 +222,7 @@ class _Module:
         self.array_methods = False  # a numpy variant's: arrays of known shapes and dtypes
         fixed = {"np", "ndarray"} | set(_helpers.HELPERS) | _BUILTINS | set(ops) | clashes
         if jit is not None:
-            fixed |= _JIT_NAMES
+            fixed |= _JIT_NAMES | set(_VECTOR_MATH.values())
         self.names = _Namer(params | fixed | _KEYWORDS)
         # a name the code reads, taken by a parameter: the code reads it under another
         self.alias = {n: self.names.fresh(n, False) for n in sorted(fixed & params)}
@@ -390,6 +392,7 @@ class _Emitter:
         self.inline: dict[int, str] = {}
         self.numpy_operands: set[int] = set()  # see `_numpy_operands`
         self.python_operands: set[int] = set()  # the same, of ops.python_operand
+        self.vector_math = False  # a numba loop's: exp and tanh from srcgrad.jit_math
 
     def src(self, v, index_ctx=False) -> str:
         if isinstance(v, Var):
@@ -427,6 +430,10 @@ class _Emitter:
             x, idx = e.ins
             return f"{self.src(x)}[{self.index_src(idx) or '()'}]"  # x[()]: a 0-d item
         ins = [self.src(a) for a in e.ins]
+        if self.vector_math and p.name in _VECTOR_MATH and isinstance(e.ins[0], Var) and \
+                jit_dtype(e.ins[0]) == jit_dtype(e.outs[0]) == "float64":
+            # (a numba loop's exp or tanh of a float64: vectorized, see srcgrad.jit_math)
+            return f"{self.mod.g(_VECTOR_MATH[p.name])}({ins[0]})"
         if p.py_spell is not None and isinstance(e.ins[0], Var) and (
                 e.ins[0].id in self.maybe_py or e.ins[0].kind == "meta"):
             # (may be a Python number at run time; a meta value is a Python int or tuple)
@@ -2343,6 +2350,7 @@ def _loop_names(mod: _Module, params, ndim: int):
     mod.namers.append(sub)
     em = _Emitter(sub, mod)
     em.maybe_py = set()
+    em.vector_math = True
     idx = [sub.fresh(n, True) for n in "ijkl"[:ndim]] if ndim <= 4 else \
         [sub.fresh("i", False) for _ in range(ndim)]
     return sub, em, idx
@@ -2948,6 +2956,9 @@ def _imports(mod: _Module) -> list:
     lines = [f"import numpy as {mod.alias.get('np', 'np')}"]
     if mod.jit is not None:
         lines.append(f"from numba import {', '.join(name(n) for n in sorted(_JIT_NAMES))}")
+        math = sorted(set(_VECTOR_MATH.values()) & mod.reads)
+        if math:
+            lines.append(f"from srcgrad.jit_math import {', '.join(name(n) for n in math)}")
     for modname, bound in sorted(mod.modules.items()):
         lines.append(f"import {modname}" if bound == modname else
                      f"import {modname} as {bound}")
