@@ -1370,11 +1370,39 @@ class VJPFunction(CompiledFunction):
                              free_after_forward=False)
         inner.inputs = inner.extra = [self._seed]
         inner.owned = True
-        outer = FunctionCode(fname, _signature_text(src.tree), eqns[:first_bwd],
+        forward = eqns[:first_bwd]
+        keep = _pullback_reads(forward, eqns[first_bwd:], grads)
+        # the output the caller gets is not the array the pullback reads: `y -= t` on it
+        # (a residual, in place) must not change the gradient
+        copies = {v.id: Var(v.hint, v.kind, v.sclass, v.dclass) for v in iter_vars(out)
+                  if v.id in keep and v.kind == "array"}
+        if copies:
+            from .fresh import COPY
+            from .ir import Eqn
+
+            forward = forward + [Eqn(COPY, [v], [copies[v.id]], {}, None, "fwd")
+                                 for v in {v.id: v for v in iter_vars(out)}.values()
+                                 if v.id in copies]
+            out = _replace_vars(out, copies)
+        outer = FunctionCode(fname, _signature_text(src.tree), forward,
                              (out, inner), named, as_float=as_float)
-        outer.nested = (inner, len(eqns[:first_bwd]))
-        outer.keep = _pullback_reads(eqns[:first_bwd], eqns[first_bwd:], grads)
+        outer.nested = (inner, len(forward))
+        outer.keep = keep
         return outer
+
+
+def _replace_vars(obj, mapping: dict):
+    """A (nested) output structure with each Var whose id `mapping` has replaced."""
+    if isinstance(obj, Var):
+        return mapping.get(obj.id, obj)
+    if isinstance(obj, (tuple, list)):
+        items = [_replace_vars(o, mapping) for o in obj]
+        if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # a namedtuple
+            return type(obj)(*items)
+        return type(obj)(items)
+    if isinstance(obj, dict):
+        return type(obj)((k, _replace_vars(o, mapping)) for k, o in obj.items())
+    return obj
 
 
 def _pullback_reads(forward, backward, grads) -> set:

@@ -49,6 +49,13 @@ from .protocols import BINARY, MISSING as _MISSING, UNARY, Protocols, holds_pyth
 
 __all__ = ["lower", "numpy_where_derivative"]
 
+# Python's in-place operators of the containers the lowerer holds (see container_in_place)
+_CONTAINER_IN_PLACE = {
+    (list, ast.Add): operator.iadd, (list, ast.Mult): operator.imul,
+    (dict, ast.BitOr): operator.ior,
+    (set, ast.BitOr): operator.ior, (set, ast.BitAnd): operator.iand,
+    (set, ast.BitXor): operator.ixor, (set, ast.Sub): operator.isub,
+}
 _OPSYM = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**",
           ast.MatMult: "@", ast.FloorDiv: "//", ast.Mod: "%"}
 
@@ -719,6 +726,8 @@ class Lowerer(Protocols):
                 value = self.binop(node.op, cur, rhs, node)
             self.env[name] = value
             return
+        if self.container_in_place(node, name, cur, rhs):
+            return
         value = self.binop(node.op, cur, rhs, node)
         if isinstance(cur, Var) and cur.kind == "array" and cur.sclass != SCALAR:
             # numpy stores the result into the array: in its dtype (float32 stays float32;
@@ -740,6 +749,36 @@ class Lowerer(Protocols):
             self.rebind_changed(cur, ops.cast_into(value, cur), name, f"`{text} ...`", node)
         else:  # Python numbers and numpy scalars are immutable: `+=` rebinds the name
             self.assign(node.target, value)
+
+    def container_in_place(self, node, name, cur, rhs) -> bool:
+        """`L += [v]`, `L *= 2`, `d |= {...}`, `s |= {...}` on a list, dict or set the
+        function made: Python changes the object itself (every name bound to it sees the
+        change), done here on the object the lowerer holds. False for other values."""
+        op = _CONTAINER_IN_PLACE.get((type(cur), type(node.op)))
+        if op is None:
+            return False
+        text = ast.unparse(node).split("=", 1)[0].strip() + "="
+        why = None
+        if id(cur) in self.b.frozen:
+            why = "it is the caller's argument, which Python would change too"
+        elif self.b.reads.path_of(cur) is not None:
+            why = "it is read from outside the function, which Python would change too"
+        elif isinstance(rhs, Var):
+            why = "with a value known only at run time"
+        elif len(getattr(self.b, "_outer", [])):
+            return False  # (in a run-time branch or loop: a new one, bound to the name)
+        if why is not None:
+            raise self.error(f"`{text}` changes the {type(cur).__name__} `{name}` in place, "
+                             f"and {why}: not supported; build a new one "
+                             f"(`{name} = {name} {ast.unparse(node).split('=')[0].strip()[-1]}"
+                             " ...`)",
+                             node, UnsupportedSyntaxError)
+        try:
+            value = op(cur, rhs)
+        except TypeError as err:
+            raise self.error(f"TypeError: {err}", node) from None
+        self.env[name] = value
+        return True
 
     def ufunc_at(self, call, node) -> bool:
         """`np.add.at(a, idx, v)` into the function's own array `a`: v added at idx, a
@@ -920,20 +959,28 @@ class Lowerer(Protocols):
         every name bound to root is bound to `new`; with `views`, a name bound to what
         may be a view of root (or an array root is a view of) becomes unreadable, since
         numpy would show the change through it."""
+        # (a value that may be root itself at run time: a branch's, a loop's or max()'s
+        # result and the values it may be, see Builder.link)
+        related = self.b.sharing(root) if isinstance(root, Var) else set()
+
+        def may_show(w):
+            return self.b.may_view(w, root) or (isinstance(w, Var) and w.id in related)
+
         for lw in self.scopes():
             for n, v in list(lw.env.items()):
                 if v is root:
                     lw.env[n] = new
                 elif views and v is not new and isinstance(v, (Var, numpy.ndarray)) and \
-                        self.b.may_view(v, root):
-                    lw.env[n] = self._stale_view(n, name, text, node)
+                        may_show(v):
+                    lw.env[n] = self._stale_view(n, name, text, node,
+                                                 not self.b.may_view(v, root))
         if views:
             # a view of root a tuple assignment is still to assign is read again from the
             # new array, as numpy's view would show it (`_refreshed`)
             for parts, start in self.pending:
                 for j in range(start, len(parts)):
                     w = parts[j]
-                    if isinstance(w, Var) and w is not new and self.b.may_view(w, root):
+                    if isinstance(w, Var) and w is not new and may_show(w):
                         parts[j] = self._refreshed(w, root, new)
             # a view held where no name can be made unreadable: refused (an element is a
             # number, no view)
@@ -942,7 +989,7 @@ class Lowerer(Protocols):
                 if not isinstance(v, (Var, numpy.ndarray))]
             for w in _all_held(held):
                 if isinstance(w, (Var, numpy.ndarray)) and w is not root and w is not new \
-                        and getattr(w, "sclass", None) != SCALAR and self.b.may_view(w, root):
+                        and getattr(w, "sclass", None) != SCALAR and may_show(w):
                     raise self.error(
                         f"{text} writes into `{name}` while a view of it may be held in a "
                         "tuple, list or dict (`pair = (y[0], y[1])`), a partial or a "
@@ -983,8 +1030,10 @@ class Lowerer(Protocols):
                     lw.env[n] = self._stale_view(n, name, text, node)
 
     @staticmethod
-    def _stale_view(n, name, text, node):
-        return _Stale(n, f"may be a view of `{name}`, which {text} changed (line "
+    def _stale_view(n, name, text, node, same=False):
+        how = f"may be `{name}` itself (one is a branch's, a loop's or max()'s result, " \
+            "the other a value it may be)" if same else f"may be a view of `{name}`"
+        return _Stale(n, f"{how}, which {text} changed (line "
                       f"{getattr(node, 'lineno', None)}): numpy would show the change "
                       f"through `{n}`, srcgrad cannot; take a copy (`{n} = ....copy()`) or "
                       f"read `{name}` again")
@@ -1335,6 +1384,10 @@ class Lowerer(Protocols):
             self.b.named.add(o.id)
             if c.id in fresh:
                 self.b.made_by[o.id] = "loop"
+        for o, start, last in zip(outs, inits, params["body"].outs):
+            for v in (start, last):  # it is its start after no iteration, else the last
+                if o.kind == "array" and isinstance(v, Var) and v.kind == "array":
+                    self.b.link(o, v)
         self.b.loc = loc
         if has_break:
             params["brk"] = len(carry) - 2
@@ -2250,10 +2303,19 @@ class Lowerer(Protocols):
                                                         "__ge__")):
                 return self.extreme(f, items, kwargs, node)  # (Python code, inlined)
             return f(items, **kwargs)
+        if kwargs or not all(isinstance(v, Var) and v.kind in ("array", "meta") or
+                             isinstance(v, (bool, int, float, numpy.number)) for v in items):
+            # a key, a default, or items Python orders otherwise (tuples: by their first
+            # items): Python's comparisons, inlined where known at compile time
+            return self.extreme(f, items, kwargs, node)
         prim = ops.minimum if f is builtins.min else ops.maximum
         out = items[0]
         for v in items[1:]:
             out = self.python_builtin(prim, [out, v])
+        if isinstance(out, Var):
+            for v in items:  # (Python's result is one of the items: of arrays, the same
+                if isinstance(v, Var) and v.kind == "array":  # array, which a write into
+                    self.b.link(out, v)  # the result changes)
         return out
 
     def python_builtin(self, prim, args):
@@ -2403,6 +2465,10 @@ class Lowerer(Protocols):
                     return i
             raise self.error(f"ValueError: {args[0]!r} is not in list", node)
         if isinstance(owner, list) and f.__name__ in ("append", "extend", "pop", "index"):
+            if f.__name__ != "index" and id(owner) in self.b.frozen:
+                raise self.error(f"list.{f.__name__}() changes the caller's list (an "
+                                 "argument) in place, which srcgrad does not do: build a "
+                                 "new list", node, UnsupportedSyntaxError)
             return f(*args)
         if type(owner) is dict and f.__name__ in ("get", "keys", "values", "items"):
             d = owner  # reading a dict: a structured argument's or the function's own
