@@ -68,8 +68,10 @@ _NUMBER = re.compile(r"\(?-?(\d[\d_]*\.?\d*(e[-+]?\d+)?|float\('(-?inf|nan)'\))\
 _HOLE = "\x00{}\x00"  # an operand's place in a spelling, filled after renaming
 # what the numba backend's modules import from numba
 _JIT_NAMES = {"njit", "prange"}
-# ... and from srcgrad.jit_math: the exp and tanh of float64 numbers that a loop calls
-_VECTOR_MATH = {"exp": "vector_exp", "tanh": "vector_tanh"}
+# ... and from srcgrad.jit_math: the exp, tanh, log and log1p of float64 numbers that a
+# loop calls
+_VECTOR_MATH = {"exp": "vector_exp", "tanh": "vector_tanh", "log": "vector_log",
+                "log1p": "vector_log1p"}
 
 
 def index_source(idx) -> str:
@@ -392,7 +394,7 @@ class _Emitter:
         self.inline: dict[int, str] = {}
         self.numpy_operands: set[int] = set()  # see `_numpy_operands`
         self.python_operands: set[int] = set()  # the same, of ops.python_operand
-        self.vector_math = False  # a numba loop's: exp and tanh from srcgrad.jit_math
+        self.vector_math = False  # a numba loop's: exp, tanh... from srcgrad.jit_math
 
     def src(self, v, index_ctx=False) -> str:
         if isinstance(v, Var):
@@ -432,7 +434,8 @@ class _Emitter:
         ins = [self.src(a) for a in e.ins]
         if self.vector_math and p.name in _VECTOR_MATH and isinstance(e.ins[0], Var) and \
                 jit_dtype(e.ins[0]) == jit_dtype(e.outs[0]) == "float64":
-            # (a numba loop's exp or tanh of a float64: vectorized, see srcgrad.jit_math)
+            # (a numba loop's exp, tanh, log or log1p of a float64: vectorized, see
+            # srcgrad.jit_math)
             return f"{self.mod.g(_VECTOR_MATH[p.name])}({ins[0]})"
         if p.py_spell is not None and isinstance(e.ins[0], Var) and (
                 e.ins[0].id in self.maybe_py or e.ins[0].kind == "meta"):

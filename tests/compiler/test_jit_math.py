@@ -1,4 +1,5 @@
-"""srcgrad.jit_math: the exp and tanh a numba loop calls (vectorized: no C library call).
+"""srcgrad.jit_math: the exp, tanh, log and log1p a numba loop calls (vectorized: no C
+library call).
 
 Each is checked, over wide random samples and the edges (the ends of exp's finite range,
 its subnormal results, tanh's switch between its two forms, signed zeros, infinities,
@@ -14,7 +15,7 @@ import pytest
 
 numba = pytest.importorskip("numba")
 
-from srcgrad.jit_math import vector_exp, vector_tanh  # noqa: E402
+from srcgrad.jit_math import vector_exp, vector_log, vector_log1p, vector_tanh  # noqa: E402
 
 
 @numba.njit(error_model="numpy")
@@ -27,6 +28,18 @@ def _exp_loop(x, out):
 def _tanh_loop(x, out):
     for i in range(x.size):
         out[i] = vector_tanh(x[i])
+
+
+@numba.njit(error_model="numpy")
+def _log_loop(x, out):
+    for i in range(x.size):
+        out[i] = vector_log(x[i])
+
+
+@numba.njit(error_model="numpy")
+def _log1p_loop(x, out):
+    for i in range(x.size):
+        out[i] = vector_log1p(x[i])
 
 
 def _run(loop, xs):
@@ -98,3 +111,41 @@ def test_vector_tanh_at_its_edges_is_numpys():
     assert _ulps(got[ok], want[ok]).max() <= 2.0
     np.testing.assert_array_equal(got[np.abs(xs) >= 20], want[np.abs(xs) >= 20])  # +-1
     np.testing.assert_array_equal(got[np.abs(xs) < 1e-150], xs[np.abs(xs) < 1e-150])
+
+
+def test_vector_log_is_within_two_ulp_of_the_c_librarys():
+    rng = np.random.default_rng(2)
+    xs = np.concatenate([10.0 ** rng.uniform(-323.5, 308.2, 20000), rng.uniform(0.5, 2.0, 20000),
+                         1.0 + rng.uniform(-1e-6, 1e-6, 5000),
+                         [5e-324, 1e-310, 2.2250738585072014e-308, 1.0, np.nextafter(1.0, 0.0),
+                          np.nextafter(1.0, 2.0), np.sqrt(2.0), np.nextafter(np.sqrt(2.0), 0.0),
+                          1.7976931348623157e308]])
+    want = np.array([math.log(v) for v in xs])
+    worst = _ulps(_run(_log_loop, xs), want).max()
+    assert worst <= 2.0, worst
+
+
+def test_vector_log1p_is_within_two_ulp_of_the_c_librarys():
+    rng = np.random.default_rng(3)
+    xs = np.concatenate([10.0 ** rng.uniform(-320, 300, 20000), -10.0 ** rng.uniform(-320, -1e-4, 20000),
+                         rng.uniform(-0.5, 1.0, 20000), rng.uniform(-1e-8, 1e-8, 2000),
+                         [5e-324, -5e-324, 1e-16, -1e-16, 2.0 ** -53, -(2.0 ** -54), 1e16,
+                          2.0 ** 53, 2.0 ** 54, 1e300, 1.7976931348623157e308]])
+    want = np.array([math.log1p(v) for v in xs])
+    got = _run(_log1p_loop, xs)
+    worst = _ulps(got, want).max()
+    assert worst <= 2.0, worst
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+@pytest.mark.parametrize("loop, fn, xs", [
+    (_log_loop, np.log, [0.0, -0.0, -1.0, -5e-324, np.inf, -np.inf, np.nan]),
+    (_log1p_loop, np.log1p, [0.0, -0.0, -1.0, -1.0000000001, -5.0, np.inf, -np.inf, np.nan]),
+])
+def test_vector_log_at_its_edges_is_numpys(loop, fn, xs):
+    xs = np.array(xs)
+    got = _run(loop, xs)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        want = fn(xs)
+    np.testing.assert_array_equal(got, want)  # (nan where numpy's is: equal_nan)
+    np.testing.assert_array_equal(np.signbit(got[~np.isnan(got)]), np.signbit(want[~np.isnan(want)]))

@@ -768,22 +768,23 @@ def test_python_max_and_min_of_floats_compile_with_pythons_values(fn, rest):
     assert " if " in src and "builtins_max" not in src and "builtins_min" not in src, src
 
 
-def test_a_loops_exp_and_tanh_are_srcgrads_vectorized_ones():
-    """A fused loop over float64 arrays calls srcgrad.jit_math's exp and tanh (numba
-    compiles np.exp and np.tanh of a number to a C library call per element, which keeps
-    the loop from being vectorized), in a large variant's streaming loops and a small
-    variant's: the gradient agrees with the numpy backend's. Where a large variant leaves
-    them to numpy (arrays that fit in cache), numpy's own run."""
-    want = srcgrad.grad(U.gated_softplus, wrt=(0, 1), specialize=False)
+def test_a_loops_exp_tanh_and_logs_are_srcgrads_vectorized_ones():
+    """A fused loop over float64 arrays calls srcgrad.jit_math's exp, tanh, log and log1p
+    (numba compiles np.exp and the like of a number to a C library call per element, which
+    keeps the loop from being vectorized), in a large variant's streaming loops and a small
+    variant's: the value and gradient agree with the numpy backend's. Where a large variant
+    leaves them to numpy (arrays that fit in cache), numpy's own run."""
+    want = srcgrad.value_and_grad(U.gated_softplus, wrt=(0, 1), specialize=False)
     n = jit.STREAMING + 3
     x, y = np.linspace(-6.0, 6.0, n), np.cos(np.linspace(0.0, 9.0, n))
     for k in (n, 40, jit.LARGE):
         xs, ys = x[:k].copy(), y[:k].copy()
-        got, src = compiled_without_warning(numba_grad(U.gated_softplus, wrt=(0, 1)), xs, ys)
+        vg = srcgrad.value_and_grad(U.gated_softplus, wrt=(0, 1), backend="numba")
+        got, src = compiled_without_warning(vg, xs, ys)
         loops = src.split("@njit", 1)[1]
         if k == jit.LARGE:  # (numpy's exp and tanh on arrays in cache)
             assert "vector_" not in src and "np.tanh(x)" in src
         else:
-            assert "from srcgrad.jit_math import vector_exp, vector_tanh" in src
+            assert "from srcgrad.jit_math import vector_exp, vector_log1p, vector_tanh" in src
             assert "vector_tanh(x[i])" in loops and "= np.exp(" not in loops
         assert_same(got, want(xs, ys))

@@ -15,7 +15,7 @@ ROOT = pathlib.Path(_ROOT)
 
 #: srcgrad's modules, bottom to top; a module may import only from layers before its own
 LAYERS = [
-    {"errors", "scopes", "pytree", "specialize"},
+    {"errors", "scopes", "pytree", "specialize", "jit_math"},
     {"frontend"},
     {"cache"},
     {"ir"},
