@@ -60,6 +60,13 @@ _MODULES = sys.modules
 _DASK_NAME = "dask.array"  # in sys.modules once the user has dask arrays
 
 
+def _signature(fun) -> inspect.Signature:
+    """The parameters of the code srcgrad compiles for `fun` (a decorator's wrapper's own,
+    `def w(y, n=3.0)`, not those of what it wraps, which inspect.signature reports; a
+    transparent wrapper's, those of what it passes its arguments to: scopes.unwrap)."""
+    return inspect.signature(_scopes.unwrap(fun), follow_wrapped=False)
+
+
 def _call_method(fun):
     """An object whose class defines `__call__` in Python (a model, a loss): its class's
     `__call__` bound to it (what `fun(x)` runs: an instance attribute does not count), a
@@ -81,7 +88,7 @@ def _resolve_wrt(fun, wrt, argnums, src=None):
         wrt = tuple(argnums) if isinstance(argnums, (tuple, list)) else argnums
     as_tuple = isinstance(wrt, (tuple, list))
     items = tuple(wrt) if as_tuple else (wrt,)
-    params = list(inspect.signature(fun).parameters.values())
+    params = list(_signature(fun).parameters.values())
     names = [p.name for p in params]
     idx = []
     for w in items:
@@ -161,6 +168,11 @@ class CompiledFunction:
             raise _composition_error(self.kind, fun)
         if not callable(fun):
             raise TypeError(f"srcgrad.{self.kind} needs a function, got {type(fun).__name__}")
+        if not isinstance(fun, (types.FunctionType, types.MethodType)) and \
+                _call_method(fun) is fun and isinstance(_scopes.unwrap(fun), types.FunctionType):
+            # a wrapper not written in Python (functools.lru_cache's): its function's
+            # values, and its function's code to compile
+            fun = _scopes.unwrap(fun)
         self._object = fun if _call_method(fun) is not fun else None  # (a callable object)
         fun = _call_method(fun)
         if isinstance(fun, types.MethodType) and \
@@ -264,7 +276,7 @@ class CompiledFunction:
         """(name, keyword-only) of each parameter; `*args` and `**kwargs` spelled so."""
         star = {inspect.Parameter.VAR_POSITIONAL: "*", inspect.Parameter.VAR_KEYWORD: "**"}
         return [(star.get(p.kind, "") + p.name, p.kind == p.KEYWORD_ONLY)
-                for p in inspect.signature(self.fun).parameters.values()]
+                for p in _signature(self.fun).parameters.values()]
 
     def _build_one(self, fused: bool = False, same: bool = False, spec=None, jit=None):
         """`_build_one_now`, made again where an adjoint loop's assumption on the shape of
@@ -346,7 +358,7 @@ class CompiledFunction:
                 jit.python_body = large_form(opt.eqns)
         if fused or jit is not None:
             from .fusion import fuse_graph, one_shape, shifted_sums
-            from .jit import accept
+            from .jit import accept, loop_alone
 
             if (jit is not None or spec is not None) and _steps_batched(opt.eqns):
                 opt = optimize(opt, named=b.named)  # (a loop's sums: one product after it)
@@ -356,7 +368,8 @@ class CompiledFunction:
             counter = [0]
             if jit is not None:  # (cotangents placed in shifted slices: one loop)
                 opt.eqns = shifted_sums(opt.eqns, opt.outputs, takes, counter)
-            opt.eqns = fuse_graph(opt.eqns, opt.outputs, counter, accept=takes)
+            opt.eqns = fuse_graph(opt.eqns, opt.outputs, counter, accept=takes,
+                                  alone=None if jit is None else loop_alone)
             checked(opt, "fusion")
             if jit is not None:  # (numba checks no shape: a wrong one writes past an array)
                 opt.check_types()
@@ -561,7 +574,7 @@ class CompiledFunction:
 
     def _specializable(self) -> bool:
         return not any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-                       for p in inspect.signature(self.fun).parameters.values())
+                       for p in _signature(self.fun).parameters.values())
 
     def _arg_values(self, args, kwargs) -> list:
         """The values of the generated function's inputs in a call (the leaves, for an
@@ -959,7 +972,7 @@ class CompiledFunction:
                 isinstance(self, NestedGradFunction):
             raise _structures_refused(self.kind, self.fun)
         if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-               for p in inspect.signature(self.fun).parameters.values()):
+               for p in _signature(self.fun).parameters.values()):
             raise TypeError(f"srcgrad.{self.kind}({self.fun.__name__}): dicts, lists and "
                             "tuples of arrays as arguments are not supported for a function "
                             "with *args or **kwargs parameters; pass arrays, or name the "
@@ -1453,7 +1466,7 @@ def _bind(fun, args, kwargs) -> list:
     """The user's call as a full positional argument list (defaults applied)."""
     if not kwargs and len(args) == fun.__code__.co_argcount and not fun.__kwdefaults__:
         return list(args)
-    ba = inspect.signature(fun).bind(*args, **kwargs)
+    ba = _signature(fun).bind(*args, **kwargs)
     ba.apply_defaults()
     return list(ba.arguments.values())
 
@@ -1471,7 +1484,7 @@ class JVPFunction(CompiledFunction):
         return ()  # primals are taken as they come
 
     def __init__(self, fun: Callable[..., Any], cache: bool = True) -> None:
-        n = len(inspect.signature(fun).parameters)
+        n = len(_signature(fun).parameters)
         super().__init__(fun, wrt=tuple(range(n)), cache=cache)
 
     def _adjoint(self, fwd, wrt, out, aux):
@@ -1480,10 +1493,12 @@ class JVPFunction(CompiledFunction):
         self._extra = [Var("t" + v.hint, "array", v.sclass, v.dclass) for v in fwd.inputs]
         b, tan = jvp_graph(fwd, {v.id: t for v, t in zip(fwd.inputs, self._extra)})
         t = tan.get(out.id) if isinstance(out, Var) else None
-        if t is None:
-            with staging(b):
-                b.hint = "t" + (out.hint if isinstance(out, Var) else "out")
+        with staging(b):
+            b.hint = "t" + (out.hint if isinstance(out, Var) else "out")
+            if t is None:
                 t = ops.zeros_like(out) if isinstance(out, Var) else 0.0
+            if isinstance(out, Var):  # (of out's kind: a numpy scalar for a scalar's)
+                t = ops.like_arg(t, out)
         return b, (out, t), None, None
 
     def _owned(self, returns):
@@ -1580,7 +1595,7 @@ class HVPFunction(CompiledFunction):
     def _tangent_names(self) -> list:
         if len(self.along) == 1:
             return ["v"]
-        names = list(inspect.signature(self.fun).parameters)
+        names = list(_signature(self.fun).parameters)
         return ["v_" + names[j] for j in self.along]
 
     def _adjoint(self, fwd, wrt, out, aux):
@@ -1629,7 +1644,7 @@ class HVPFunction(CompiledFunction):
         return impl(*full, v)
 
     def _wrt_name(self):
-        return list(inspect.signature(self.fun).parameters)[self.wrt_index[0]]
+        return list(_signature(self.fun).parameters)[self.wrt_index[0]]
 
     def _call_values(self, args, kwargs) -> list:
         *args, v = args  # (the user's call: f's arguments, then v)
@@ -1670,7 +1685,7 @@ class HessianFunction(HVPFunction):
                 "Jacobian of the gradient (a Hessian block) code")
 
     def _calls(self, fname: str) -> list:
-        names = list(inspect.signature(self.fun).parameters)
+        names = list(_signature(self.fun).parameters)
         along = " and of ".join(names[j] for j in self.along)
         vs = self._tangent_names()
         tangent = (f"{vs[0]} the unit vector along it" if len(vs) == 1 else
@@ -1791,7 +1806,7 @@ class ForwardJacobianFunction(JVPFunction):
         return "Jacobian code (mode='fwd')"
 
     def _calls(self, fname: str) -> list:
-        name = list(inspect.signature(self.fun).parameters)[self.jac_wrt]
+        name = list(_signature(self.fun).parameters)[self.jac_wrt]
         return [f"srcgrad.jacobian calls {fname} once per element of {name}, with its "
                 "tangent a unit vector", "and the others zeros: each call returns one column "
                 "of the Jacobian."]
@@ -1861,7 +1876,7 @@ def _jvp_of_grad(g: CompiledFunction, primals: tuple, tangents: tuple) -> tuple[
     import numpy
 
     _refuse_structures("jvp(grad)", g.fun, primals + tangents, {})
-    n = len(inspect.signature(g.fun).parameters)
+    n = len(_signature(g.fun).parameters)
     if len(primals) != n:
         raise TypeError(f"jvp: {g.fun.__name__}() takes {n} arguments, got {len(primals)}")
     along = tuple(j for j, t in enumerate(tangents) if t is not None)
@@ -2016,7 +2031,7 @@ def jvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]
         if type(fun) is GradFunction and not fun.has_aux and fun._parent is None:
             return _jvp_of_grad(fun, primals, tangents)
         raise _composition_error("jvp", fun)
-    params = inspect.signature(fun).parameters.values()
+    params = _signature(fun).parameters.values()
     name = getattr(fun, "__name__", type(fun).__name__)
     if any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params):
         raise TypeError(f"jvp: {name}() has keyword-only or variadic parameters, and jvp "

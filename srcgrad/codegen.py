@@ -68,6 +68,11 @@ _NUMBER = re.compile(r"\(?-?(\d[\d_]*\.?\d*(e[-+]?\d+)?|float\('(-?inf|nan)'\))\
 _HOLE = "\x00{}\x00"  # an operand's place in a spelling, filled after renaming
 # what the numba backend's modules import from numba
 _JIT_NAMES = {"njit", "prange"}
+# numpy's sign, maximum and minimum of floats as a numba loop writes them (see
+# _Emitter.expr): numpy's signed zeros, ties and nan
+_NUMPY_TIES = {"sign": "1.0 if {0} > 0.0 else -1.0 if {0} < 0.0 else {0} + 0.0",
+               "maximum": "{0} if {0} > {1} or {0} != {0} else {1}",
+               "minimum": "{0} if {0} < {1} or {0} != {0} else {1}"}
 # ... and from srcgrad.jit_math: the exp, tanh, log and log1p of float64 numbers that a
 # loop calls
 _VECTOR_MATH = {"exp": "vector_exp", "tanh": "vector_tanh", "log": "vector_log",
@@ -437,6 +442,10 @@ class _Emitter:
             # (a numba loop's exp, tanh, log or log1p of a float64: vectorized, see
             # srcgrad.jit_math)
             return f"{self.mod.g(_VECTOR_MATH[p.name])}({ins[0]})"
+        if self.vector_math and p.name in _NUMPY_TIES and self._floats(e):
+            # (numba's sign(-0.0) is -0.0 and its maximum of equal values the first: numpy's
+            # are +0.0 and the second, nan propagated)
+            return "(" + _NUMPY_TIES[p.name].format(*ins) + ")"
         if p.py_spell is not None and isinstance(e.ins[0], Var) and (
                 e.ins[0].id in self.maybe_py or e.ins[0].kind == "meta"):
             # (may be a Python number at run time; a meta value is a Python int or tuple)
@@ -470,6 +479,12 @@ class _Emitter:
                 and ins[0].isidentifier():  # (an ndarray, by name)
             return self.spell(p, ins, e.params, p.array_spell)
         return self.spell(p, ins, e.params)
+
+    @staticmethod
+    def _floats(e) -> bool:
+        """Are `e`'s operands and result floats (Vars of a float dtype, Python floats)?"""
+        return all(isinstance(a, float) or isinstance(a, Var) and
+                   (jit_dtype(a) or "").startswith("float") for a in list(e.ins) + e.outs)
 
     @staticmethod
     def _python_max_min(p, ins) -> str:

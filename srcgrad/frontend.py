@@ -247,6 +247,7 @@ def _source_changed(fn, code, lines: list, firstlineno: int) -> bool:
     # of that name (`def make(np): def f(x): return np.sum(x)`) is called so too
     # (which of them the module imports, rather than assigns, the text does not say: both
     # readings are tried, with and without the local names)
+    # (and a reading with none: modules bound otherwise, by `from helpers import *`)
     g = getattr(fn, "__globals__", {})
     readings = []
     for local in (False, True):
@@ -254,6 +255,8 @@ def _source_changed(fn, code, lines: list, firstlineno: int) -> bool:
                          if isinstance(g.get(n), types.ModuleType))
         if modules not in readings:
             readings.append(modules)
+    if [] not in readings:
+        readings.append([])
     changed = None
     for modules in readings:
         text = "\n" * (firstlineno - 1 - len(heads)) + \

@@ -67,11 +67,13 @@ def one_shape(e, run) -> bool:
     return len(classes) == 1
 
 
-def fuse_graph(eqns: list, outputs, counter=None, accept=None) -> list:
+def fuse_graph(eqns: list, outputs, counter=None, accept=None, alone=None) -> list:
     """Replace runs of elementwise equations by `fused` equations (nested blocks too).
     `accept(e, run)`, when given, must also hold of every equation in a region: whether
     `e` may join the equations `run` (the numba backend's loops: known shapes that
-    broadcast together, known dtypes, a scalar spelling numba compiles)."""
+    broadcast together, known dtypes, a scalar spelling numba compiles). A run of one
+    equation stays as it is, unless `alone(e)` (the numba backend's ops whose loop is
+    written otherwise than numba's own function of arrays: jit.loop_alone)."""
     counter = counter if counter is not None else [0]
     # Python's abs(), max() and min() (ops.python_operand's results among the operands):
     # written as Python's, never inside a loop of numpy's functions
@@ -88,7 +90,7 @@ def fuse_graph(eqns: list, outputs, counter=None, accept=None) -> list:
     run: list = []
 
     def close(end):
-        if len(run) >= 2:
+        if len(run) >= 2 or (run and alone is not None and alone(run[0])):
             out.append(_region(run, lambda vid: last_read.get(vid, -1) >= end, counter))
         else:
             out.extend(run)
@@ -96,7 +98,7 @@ def fuse_graph(eqns: list, outputs, counter=None, accept=None) -> list:
 
     for i, e in enumerate(eqns):
         for b in e.blocks() if e.prim is not FUSED else ():  # (a sum's region: its own)
-            b.eqns = fuse_graph(b.eqns, b.outs, counter, accept)
+            b.eqns = fuse_graph(b.eqns, b.outs, counter, accept, alone)
         if _fusible(e) and (accept is None or accept(e, [])) and \
                 not any(a.id in python_calls for a in e.var_ins()):
             if accept is not None and run and not accept(e, run):

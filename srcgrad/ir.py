@@ -174,6 +174,17 @@ class Var:
             raise TypeError(f"numpy.{func.__name__} has no primitive in the op set")
         return adapter(*args, **kwargs)
 
+    def __getattr__(self, name):
+        # ... and so do array methods: `(g * out).reshape(x.shape)`, `g.sum(axis=0)` in a
+        # derivative rule (the user's code reads them through lower, the same table)
+        if not name.startswith("_"):
+            from runtime.ops.numpy_api import METHODS
+
+            method = METHODS.get(name)
+            if method is not None:
+                return functools.partial(method, self)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     def __add__(self, o):
         return _ops().add(self, o)
 

@@ -32,7 +32,7 @@ from runtime.ops import shapes as _shapes
 
 from .ir import COND, FOR, PYTHON, WHILE, Var
 
-__all__ = ["INSTALL", "require", "accept", "compile_now", "failure", "SCALAR_OPS", "CHEAP_OPS",
+__all__ = ["INSTALL", "require", "accept", "loop_alone", "compile_now", "failure", "SCALAR_OPS", "CHEAP_OPS",
            "STREAMING", "LARGE", "VECTOR_CALLS", "large_form", "unlike_numpy", "Unlike"]
 
 INSTALL = 'pip install "srcgrad[jit]"'
@@ -379,6 +379,16 @@ def accept(e, run, python_body: bool = False) -> bool:
         return numpy.broadcast_shapes(loop, *(loop_shape(v) for v in values)) == loop
     except ValueError:
         return False
+
+
+#: ops a loop writes otherwise than numba's own function of arrays (see codegen's
+#: _VECTOR_MATH and _NUMPY_TIES): a loop of their own, even alone
+LOOP_ALONE = frozenset({"sign", "maximum", "minimum", "exp", "tanh", "log", "log1p"})
+
+
+def loop_alone(e) -> bool:
+    """Is equation `e`, alone, written as a loop of its own (fusion.fuse_graph)?"""
+    return e.prim.name in LOOP_ALONE
 
 
 def large_form(eqns) -> bool:

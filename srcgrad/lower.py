@@ -42,7 +42,7 @@ from .ir import (COND, FOR, SCALAR, WHILE, Block, Graph, Loc, StaticValueNeeded,
 from .staging import (INT, INT_VALUED, IS_NONE, LEN, Builder, as_array, dtype_class,
                       floating_dclass, holds_array, staging)
 from .staging import known as staging_known
-from .scopes import Path, scope_of, self_scope
+from .scopes import Path, scope_of, self_scope, unwrap
 from . import pytree, verbatim
 from .protocols import BINARY, MISSING as _MISSING, UNARY, Protocols, holds_python
 
@@ -1591,16 +1591,30 @@ class Lowerer(Protocols):
             self.env[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
             n = len(target.elts)
+            starred = [k for k, t in enumerate(target.elts) if isinstance(t, ast.Starred)]
+            elts = [t.value if isinstance(t, ast.Starred) else t for t in target.elts]
+            if starred and isinstance(value, Var):
+                raise self.error("`a, *rest = x` of a value known only at run time (an "
+                                 "array: its length is not known when compiling) is not "
+                                 "supported; index it (`a, rest = x[0], x[1:]`)", target,
+                                 UnsupportedSyntaxError)
             if isinstance(value, Var):
                 parts = [ops.getitem(value, i) for i in range(n)]
             else:
                 parts = list(value)
-                if len(parts) != n:
+                if starred:  # Python's: the starred name takes a list of what is left
+                    k, after = starred[0], n - 1 - starred[0]
+                    if len(parts) < n - 1:
+                        raise self.error(f"not enough values to unpack (expected at least "
+                                         f"{n - 1}, got {len(parts)})", target)
+                    parts = parts[:k] + [parts[k:len(parts) - after]] + \
+                        parts[len(parts) - after:]
+                elif len(parts) != n:
                     raise self.error(f"cannot unpack {len(parts)} values into {n} names",
                                      target)
             saved = self.pending
             try:
-                for k, t in enumerate(target.elts):
+                for k, t in enumerate(elts):
                     self.pending = saved + ((parts, k + 1),)
                     self.assign(t, parts[k])  # (parts[k] as a write before it left it)
             finally:
@@ -2523,6 +2537,7 @@ class Lowerer(Protocols):
         # of its submodules, a walk over a tree of objects): the objects are finite, and
         # each is given once, so the inlining ends; for the same object, or values known
         # only at run time, it is recursion, which is refused
+        f = unwrap(f)  # (the code compiled: what a transparent wrapper passes its arguments to)
         key = (f.__code__, id(args[0])) if args and _compile_time_object(args[0]) \
             else f.__code__
         if (key != f.__code__ and f.__code__ in self.stack) or sum(
@@ -2536,7 +2551,8 @@ class Lowerer(Protocols):
             self.b.reads.attr(f, "__defaults__", f.__defaults__)
             self.b.reads.attr(f, "__kwdefaults__", f.__kwdefaults__)
         try:
-            bound = inspect.signature(f).bind(*args, **kwargs)
+            # (the code inlined is f's own: a wrapper's *args, not what it wraps)
+            bound = inspect.signature(f, follow_wrapped=False).bind(*args, **kwargs)
         except TypeError as e:
             raise self.error(f"in the call to {f.__name__}: {e}", node) from None
         bound.apply_defaults()
