@@ -68,6 +68,9 @@ _NUMBER = re.compile(r"\(?-?(\d[\d_]*\.?\d*(e[-+]?\d+)?|float\('(-?inf|nan)'\))\
 _HOLE = "\x00{}\x00"  # an operand's place in a spelling, filled after renaming
 # what the numba backend's modules import from numba
 _JIT_NAMES = {"njit", "prange"}
+# ... in loops over this many elements or more: numba takes a third longer to compile them
+# (each is inlined where it is called), which a small loop does not earn back
+_VECTOR_MATH_MIN = 1 << 11
 # numpy's sign, maximum and minimum of floats as a numba loop writes them (see
 # _Emitter.expr): numpy's signed zeros, ties and nan
 _NUMPY_TIES = {"sign": "1.0 if {0} > 0.0 else -1.0 if {0} < 0.0 else {0} + 0.0",
@@ -399,7 +402,9 @@ class _Emitter:
         self.inline: dict[int, str] = {}
         self.numpy_operands: set[int] = set()  # see `_numpy_operands`
         self.python_operands: set[int] = set()  # the same, of ops.python_operand
-        self.vector_math = False  # a numba loop's: exp, tanh... from srcgrad.jit_math
+        # a numba loop's: exp, tanh... from srcgrad.jit_math (over _VECTOR_MATH_MIN elements
+        # or more); numpy's signed zeros and ties
+        self.vector_math = self.numpy_ties = False
 
     def src(self, v, index_ctx=False) -> str:
         if isinstance(v, Var):
@@ -442,7 +447,7 @@ class _Emitter:
             # (a numba loop's exp, tanh, log or log1p of a float64: vectorized, see
             # srcgrad.jit_math)
             return f"{self.mod.g(_VECTOR_MATH[p.name])}({ins[0]})"
-        if self.vector_math and p.name in _NUMPY_TIES and self._floats(e):
+        if self.numpy_ties and p.name in _NUMPY_TIES and self._floats(e):
             # (numba's sign(-0.0) is -0.0 and its maximum of equal values the first: numpy's
             # are +0.0 and the second, nan propagated)
             return "(" + _NUMPY_TIES[p.name].format(*ins) + ")"
@@ -2368,7 +2373,7 @@ def _loop_names(mod: _Module, params, ndim: int):
     mod.namers.append(sub)
     em = _Emitter(sub, mod)
     em.maybe_py = set()
-    em.vector_math = True
+    em.numpy_ties = True
     idx = [sub.fresh(n, True) for n in "ijkl"[:ndim]] if ndim <= 4 else \
         [sub.fresh("i", False) for _ in range(ndim)]
     return sub, em, idx
@@ -2389,6 +2394,7 @@ def _emit_loops(mod: _Module, body: list):
         shape = tuple(numpy.broadcast_shapes(*(loop_shape(v) for v in values)))
         size = int(numpy.prod(shape))
         sub, em, idx = _loop_names(mod, params, len(shape))
+        em.vector_math = size >= _VECTOR_MATH_MIN
 
         def at(v, arr):
             s = loop_shape(v)
@@ -2511,6 +2517,7 @@ def _emit_placed(mod: _Module, e, params, body: list):
     name = mod.region_name(e)
     shape = loop_shape(out)
     sub, em, idx = _loop_names(mod, params, len(shape))
+    em.vector_math = int(numpy.prod(shape)) >= _VECTOR_MATH_MIN
     np_ = mod.g("np")
     given = mod.jit.python_body  # the result comes allocated
     arr = sub.fresh(out.hint, True)

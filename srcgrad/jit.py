@@ -381,9 +381,9 @@ def accept(e, run, python_body: bool = False) -> bool:
         return False
 
 
-#: ops a loop writes otherwise than numba's own function of arrays (see codegen's
-#: _VECTOR_MATH and _NUMPY_TIES): a loop of their own, even alone
-LOOP_ALONE = frozenset({"sign", "maximum", "minimum", "exp", "tanh", "log", "log1p"})
+#: ops a loop writes otherwise than numba's own function of arrays, as numpy computes
+#: them (codegen's _NUMPY_TIES: signed zeros, ties): a loop of their own, even alone
+LOOP_ALONE = frozenset({"sign", "maximum", "minimum"})
 
 
 def loop_alone(e) -> bool:
