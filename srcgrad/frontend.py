@@ -263,9 +263,9 @@ def _source_changed(fn, code, lines: list, firstlineno: int) -> bool:
             "".join(lead[:k] + h + "\n" for k, h in enumerate(heads)) + "".join(lines) + \
             ("\nimport " + ", ".join(f"_ as {n}" for n in modules) + "\n" if modules else "")
         verdict = _differs(text, code, scopes)
-        if verdict is None:
+        if verdict is None or not verdict:  # (a reading the code matches: no other needed)
             return False
-        changed = verdict if changed is None else changed and verdict
+        changed = verdict
     return changed
 
 
