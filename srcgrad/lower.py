@@ -57,7 +57,8 @@ _CONTAINER_IN_PLACE = {
     (set, ast.BitXor): operator.ixor, (set, ast.Sub): operator.isub,
 }
 _OPSYM = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**",
-          ast.MatMult: "@", ast.FloorDiv: "//", ast.Mod: "%"}
+          ast.MatMult: "@", ast.FloorDiv: "//", ast.Mod: "%", ast.BitOr: "|", ast.BitAnd: "&",
+          ast.BitXor: "^"}
 
 
 def _held(holder) -> list:
@@ -770,8 +771,7 @@ class Lowerer(Protocols):
         if why is not None:
             raise self.error(f"`{text}` changes the {type(cur).__name__} `{name}` in place, "
                              f"and {why}: not supported; build a new one "
-                             f"(`{name} = {name} {ast.unparse(node).split('=')[0].strip()[-1]}"
-                             " ...`)",
+                             f"(`{name} = {name} {_OPSYM[type(node.op)]} ...`)",
                              node, UnsupportedSyntaxError)
         try:
             value = op(cur, rhs)
