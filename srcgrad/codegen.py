@@ -80,6 +80,12 @@ _NUMPY_TIES = {"sign": "1.0 if {0} > 0.0 else -1.0 if {0} < 0.0 else {0} + 0.0",
 # loop calls
 _VECTOR_MATH = {"exp": "vector_exp", "tanh": "vector_tanh", "log": "vector_log",
                 "log1p": "vector_log1p"}
+# ... and its sin and cos, in the large-array form's loops only (`JitOptions.python_body`):
+# for arguments up to jit_math.TRIG_FAR (`_emit_loops`)
+_VECTOR_TRIG = {"sin": "vector_sin", "cos": "vector_cos"}
+_JIT_MATH = set(_VECTOR_MATH.values()) | set(_VECTOR_TRIG.values()) | {"trig_far"}
+# the names a fused region's function reserves for its relatives (see region_name)
+_REGION_ENDS = ("_cuda", "_vector", "_exact")
 
 
 def index_source(idx) -> str:
@@ -232,7 +238,7 @@ class _Module:
         self.array_methods = False  # a numpy variant's: arrays of known shapes and dtypes
         fixed = {"np", "ndarray"} | set(_helpers.HELPERS) | _BUILTINS | set(ops) | clashes
         if jit is not None:
-            fixed |= _JIT_NAMES | set(_VECTOR_MATH.values())
+            fixed |= _JIT_NAMES | _JIT_MATH
         self.names = _Namer(params | fixed | _KEYWORDS)
         # a name the code reads, taken by a parameter: the code reads it under another
         self.alias = {n: self.names.fresh(n, False) for n in sorted(fixed & params)}
@@ -279,13 +285,14 @@ class _Module:
 
     def region_name(self, e) -> str:
         """The module-level name of a fused region's function (`<name>_cuda` is its
-        kernel's spec)."""
+        kernel's spec; `<name>_vector` and `<name>_exact` its numba loops where it is a
+        function that picks one: `_emit_loops`)."""
         base = e.params["name"]
         if base not in self.region_names:
             name = self.bind(base)
-            while name + "_cuda" in self.names.used:
+            while any(name + end in self.names.used for end in _REGION_ENDS):
                 name = self.bind(base)
-            self.names.used.add(name + "_cuda")
+            self.names.used.update(name + end for end in _REGION_ENDS)
             self.region_names[base] = name
         return self.region_names[base]
 
@@ -403,8 +410,8 @@ class _Emitter:
         self.numpy_operands: set[int] = set()  # see `_numpy_operands`
         self.python_operands: set[int] = set()  # the same, of ops.python_operand
         # a numba loop's: exp, tanh... from srcgrad.jit_math (over _VECTOR_MATH_MIN elements
-        # or more); numpy's signed zeros and ties
-        self.vector_math = self.numpy_ties = False
+        # or more), its sin and cos too (`_emit_loops`); numpy's signed zeros and ties
+        self.vector_math = self.vector_trig = self.numpy_ties = False
 
     def src(self, v, index_ctx=False) -> str:
         if isinstance(v, Var):
@@ -447,6 +454,8 @@ class _Emitter:
             # (a numba loop's exp, tanh, log or log1p of a float64: vectorized, see
             # srcgrad.jit_math)
             return f"{self.mod.g(_VECTOR_MATH[p.name])}({ins[0]})"
+        if self.vector_trig and p.name in _VECTOR_TRIG and _vector_trig(e):
+            return f"{self.mod.g(_VECTOR_TRIG[p.name])}({ins[0]})"
         if self.numpy_ties and p.name in _NUMPY_TIES and self._floats(e):
             # (numba's sign(-0.0) is -0.0 and its maximum of equal values the first: numpy's
             # are +0.0 and the second, nan propagated)
@@ -2421,34 +2430,82 @@ def _emit_loops(mod: _Module, body: list):
         where = f" ({e.loc.short()})" if e.loc is not None else ""
         given = mod.jit.python_body  # the outputs come allocated
         outs_params = [arrays[o.id] for o in e.outs] if given else []
-        body += ["", "", mod.jit.decorator(mod, parallel, checked=False),
-                 f"def {name}({', '.join(list(params) + outs_params)}):",
-                 f'    """Fused elementwise loop{where}: one pass over {shape!r}."""']
-        np_ = mod.g("np")
-        mod.loop_types[name] = [(len(loop_shape(v)), jit_dtype(v))
-                                for v in list(e.ins) + (list(e.outs) if given else [])]
-        for o in e.outs if not given else ():
-            body.append(f"    {arrays[o.id]} = {np_}.empty({loop_shape(o)!r}, "
-                        f"{np_}.{jit_dtype(o)})")
-        body += items
-        ind = "    "
-        for k, (i, n) in enumerate(zip(idx, shape)):
-            rng = mod.g("prange") if parallel and k == 0 else mod.g("range")
-            body.append(f"{ind}for {i} in {rng}({n}):")
-            ind += "    "
-        for q in region.eqns:
-            o = q.outs[0]
-            text = _norm(em.expr(q, {}))
-            if o.id in outs and o.id not in read:
-                body.append(f"{ind}{at(o, arrays[o.id])} = {text}")
-                continue
-            local = sub.fresh(o.hint, False)
-            sub.names[o.id] = local
-            body.append(f"{ind}{local} = {text}")
-            if o.id in outs:
-                body.append(f"{ind}{at(o, arrays[o.id])} = {local}")
+        signature = f"({', '.join(list(params) + outs_params)})"
         ret = ", ".join(arrays[o.id] for o in e.outs)
-        body.append(f"    return {ret}")
+        np_ = mod.g("np")
+        types = [(len(loop_shape(v)), jit_dtype(v))
+                 for v in list(e.ins) + (list(e.outs) if given else [])]
+
+        def loop(fname: str, doc: list, trig: bool) -> None:
+            """The loop function `fname`; `trig`: its sines and cosines jit_math's, and it
+            returns how many of their arguments were over jit_math.TRIG_FAR."""
+            em.vector_trig = trig
+            body.extend(["", "", mod.jit.decorator(mod, parallel, checked=False),
+                         f"def {fname}{signature}:"] + doc)
+            for o in e.outs if not given else ():
+                body.append(f"    {arrays[o.id]} = {np_}.empty({loop_shape(o)!r}, "
+                            f"{np_}.{jit_dtype(o)})")
+            body.extend(items)
+            far = sub.fresh("far", True) if trig else None
+            if trig:
+                body.append(f"    {far} = 0")
+            ind = "    "
+            for k, (i, n) in enumerate(zip(idx, shape)):
+                rng = mod.g("prange") if parallel and k == 0 else mod.g("range")
+                body.append(f"{ind}for {i} in {rng}({n}):")
+                ind += "    "
+            checked: list = []  # the sines' and cosines' arguments
+            for q in region.eqns:
+                o = q.outs[0]
+                text = _norm(em.expr(q, {}))
+                if o.id in outs and o.id not in read:
+                    body.append(f"{ind}{at(o, arrays[o.id])} = {text}")
+                else:
+                    if o.id not in sub.names:  # (the exact loop: the fast one's names)
+                        sub.names[o.id] = sub.fresh(o.hint, False)
+                    local = sub.names[o.id]
+                    body.append(f"{ind}{local} = {text}")
+                    if o.id in outs:
+                        body.append(f"{ind}{at(o, arrays[o.id])} = {local}")
+                if trig and q.prim.name in _VECTOR_TRIG and _vector_trig(q):
+                    arg = em.src(q.ins[0])
+                    if arg not in checked:
+                        checked.append(arg)
+            if trig:  # (one update: numba's reductions allow no other)
+                counts = [f"{mod.g('trig_far')}({arg})" for arg in checked]
+                body.append(f"{ind}{far} += " + f" + \\\n{ind}    ".join(counts))
+            body.append(f"    return {far if trig else ret}")
+
+        where = f" ({e.loc.short()})" if e.loc is not None else ""
+        doc = f"Fused elementwise loop{where}: one pass over {shape!r}"
+        trig = em.vector_math and given and any(
+            q.prim.name in _VECTOR_TRIG and _vector_trig(q) for q in region.eqns)
+        if not trig:
+            mod.loop_types[name] = types
+            loop(name, [f'    """{doc}."""'], False)
+            continue
+        # sin and cos: jit_math's (a third of the C library's time) where their arguments
+        # are within its range, which is nearly always; else the C library's, in a loop
+        # numba compiles the first time it is needed
+        fast, exact = name + "_vector", name + "_exact"
+        mod.loop_types[fast] = types
+        loop(fast, [f'    """{doc}, with srcgrad.jit_math\'s sin and cos: returns '
+                    'how many of', '    their arguments were over 2**20 (where they are '
+                    'nan)."""'], True)
+        loop(exact, [f'    """{fast} with the C library\'s sin and cos (any argument; '
+                     'compiled at its', '    first call)."""'], False)
+        body.extend(["", "", f"def {name}{signature}:",
+                     f'    """{doc}: {fast}, and where it finds arguments of sin and cos '
+                     f'out of its', f'    range, {exact}."""',
+                     f"    if {fast}{signature}:",
+                     f"        return {exact}{signature}",
+                     f"    return {ret}"])
+
+
+def _vector_trig(e) -> bool:
+    """Whether a numba loop may write sin or cos equation `e` as jit_math's (float64)."""
+    return isinstance(e.ins[0], Var) and jit_dtype(e.ins[0]) == jit_dtype(e.outs[0]) == \
+        "float64"
 
 
 def _cone(region, v) -> list:
@@ -2981,7 +3038,7 @@ def _imports(mod: _Module) -> list:
     lines = [f"import numpy as {mod.alias.get('np', 'np')}"]
     if mod.jit is not None:
         lines.append(f"from numba import {', '.join(name(n) for n in sorted(_JIT_NAMES))}")
-        math = sorted(set(_VECTOR_MATH.values()) & mod.reads)
+        math = sorted(_JIT_MATH & mod.reads)
         if math:
             lines.append(f"from srcgrad.jit_math import {', '.join(name(n) for n in math)}")
     for modname, bound in sorted(mod.modules.items()):

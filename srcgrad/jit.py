@@ -33,7 +33,8 @@ from runtime.ops import shapes as _shapes
 from .ir import COND, FOR, PYTHON, WHILE, Var
 
 __all__ = ["INSTALL", "require", "accept", "loop_alone", "compile_now", "failure", "SCALAR_OPS", "CHEAP_OPS",
-           "STREAMING", "LARGE", "VECTOR_CALLS", "large_form", "unlike_numpy", "Unlike"]
+           "STREAMING", "LARGE", "VECTOR_CALLS", "VECTOR_TRIG", "large_form", "unlike_numpy",
+           "Unlike"]
 
 INSTALL = 'pip install "srcgrad[jit]"'
 
@@ -348,6 +349,11 @@ LARGE = 1 << 16
 #: call per element (tanh: 1.7 against 10 ns), which outweighs what calling numpy costs
 VECTOR_CALLS = 1 << 11
 
+#: ... but for these of float64 numbers: a loop's are srcgrad.jit_math's (see
+#: codegen._emit_loops), a third of the time of numpy's or less (which calls the C
+#: library's for each element)
+VECTOR_TRIG = frozenset({"sin", "cos"})
+
 #: from this many elements a loop pays for its per-element calls: each array it does not
 #: write is memory it does not stream (numpy's ufuncs win while the arrays sit in cache)
 STREAMING = 1 << 17
@@ -358,7 +364,8 @@ def accept(e, run, python_body: bool = False) -> bool:
     numba spells on scalars, over values whose shapes and dtypes the specialized IR
     knows, all of one shape but for broadcasting (the loop's shape is the largest). With
     large arrays (`python_body`), an op that is a call per element (`CHEAP_OPS`) only
-    where its arrays do not fit in cache (`STREAMING`), and no op on numbers alone."""
+    where its arrays do not fit in cache (`STREAMING`), but for float64 sines and cosines
+    (`VECTOR_TRIG`), and no op on numbers alone."""
     from .fusion import jit_dtype, loop_shape
 
     if e.prim.name not in SCALAR_OPS:
@@ -367,7 +374,9 @@ def accept(e, run, python_body: bool = False) -> bool:
     if not all(loop_shape(v) is not None and jit_dtype(v) is not None for v in values):
         return False
     if python_body and e.prim.name not in CHEAP_OPS and \
-            max(int(numpy.prod(loop_shape(v))) for v in values) < STREAMING:
+            max(int(numpy.prod(loop_shape(v))) for v in values) < STREAMING and not (
+                e.prim.name in VECTOR_TRIG and
+                all(jit_dtype(v) == "float64" for v in values)):
         return False
     if python_body and all(loop_shape(v) == () for v in values):
         return False  # (numbers: numpy's scalars, as numpy gives them, not a 0-d loop)

@@ -1,5 +1,5 @@
-"""exp, tanh, log and log1p of float64 numbers that numba's loops vectorize, for the numba
-backend.
+"""exp, tanh, log, log1p, sin and cos of float64 numbers that numba's loops vectorize, for
+the numba backend.
 
 numba compiles `np.exp(v)` and `np.tanh(v)` of a number to a call of the C library's
 `exp` and `tanh` per element (about 10 and 20 ns here), which no loop around it can
@@ -23,6 +23,14 @@ math module) in tests/compiler/test_jit_math.py.
   series (10 terms), plus k ln 2 in two parts. Within 1 ulp of the C library's.
 - `vector_log1p(x)`: the same of u = 1 + x, plus the part of x the sum lost, divided by u
   (exact to first order); x itself for |x| < 1e-300. Within 1 ulp of the C library's.
+- `vector_sin(x)`, `vector_cos(x)`: x = k pi/2 + r, |r| <= pi/4 + 1e-16 (pi/2 in four
+  parts, the first three of 33 bits, so that k pi/2 is exact to 1e-25 for |k| < 2^20; r
+  as a pair of floats, the subtraction's rounding error kept), sin r and cos r by their
+  Taylor polynomials (to r^17 and r^18: truncation below 1e-19, relative), the pair's low
+  part added to first order, and the quadrant k mod 4 picks +-sin r or +-cos r. For
+  |x| <= 2^20 (`TRIG_FAR`) only: nan above (`trig_far(x)` is 1 there, and the numba
+  backend runs such a loop again with the C library's sin and cos: see
+  codegen._emit_loops); nan for infinities and nan. Within 1 ulp of the C library's.
 """
 from __future__ import annotations
 
@@ -31,7 +39,8 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-__all__ = ["vector_exp", "vector_tanh", "vector_log", "vector_log1p"]
+__all__ = ["vector_exp", "vector_tanh", "vector_log", "vector_log1p", "vector_sin",
+           "vector_cos", "trig_far", "TRIG_FAR"]
 
 
 @intrinsic
@@ -189,3 +198,80 @@ def vector_log1p(x):
     y = -np.inf if x == -1.0 else y
     y = np.inf if x == np.inf else y
     return y if finite or x == -1.0 or x == np.inf else np.nan
+
+
+#: vector_sin and vector_cos's largest argument (k pi/2 is exact to 1e-25 for |k| < 2^20)
+TRIG_FAR = 1048576.0
+_TWO_OVER_PI = 0.6366197723675814
+# pi/2 = _PIO2_1 + _PIO2_2 + _PIO2_3 + _PIO2_4 to 1e-47; the first three with 33 bits of
+# mantissa (k times each is exact for |k| < 2^20)
+_PIO2_1 = 1.5707963267341256
+_PIO2_2 = 6.077100506303966e-11
+_PIO2_3 = 2.0222662487111665e-21
+_PIO2_4 = 8.4784276603689e-32
+
+
+@njit(inline="always", error_model="numpy")
+def trig_far(x):
+    """1 where vector_sin and vector_cos of x are nan for want of range (a finite x over
+    TRIG_FAR), else 0."""
+    a = abs(x)
+    return 1 if (a > TRIG_FAR) & (a < np.inf) else 0
+
+
+@njit(inline="always", error_model="numpy")
+def _sincos_parts(x):
+    """(sin r, cos r, k mod 4) with x = k pi/2 + r, |r| <= pi/4 + 1e-16, for |x| <= TRIG_FAR
+    (0.0 stands for any other x)."""
+    c = x if abs(x) <= TRIG_FAR else 0.0
+    k = np.floor(c * _TWO_OVER_PI + 0.5)
+    t = c - k * _PIO2_1  # (exact: k * _PIO2_1 is, and t is the difference of close numbers)
+    w = k * _PIO2_2      # (exact)
+    hi = t - w
+    # the rounding error of t - w (Knuth's two-sum), less k (_PIO2_3 + _PIO2_4)
+    back = hi - t
+    lo = ((t - (hi - back)) - (w + back)) - k * _PIO2_3 - k * _PIO2_4
+    r = hi + lo
+    lo = (hi - r) + lo  # r + lo is x - k pi/2 to 1e-30 (relative)
+    z = r * r
+    # sin r = r + r z S(z), S's coefficients (-1)^j / (2j + 1)!, j = 1..8
+    p = 2.8114572543455206e-15
+    p = p * z + -7.647163731819816e-13
+    p = p * z + 1.6059043836821613e-10
+    p = p * z + -2.505210838544172e-08
+    p = p * z + 2.755731922398589e-06
+    p = p * z + -0.0001984126984126984
+    p = p * z + 0.008333333333333333
+    p = p * z + -0.16666666666666666
+    # cos r = 1 - z/2 + z^2 C(z), C's coefficients (-1)^j / (2j + 4)!, j = 0..7
+    q = -1.5619206968586225e-16
+    q = q * z + 4.779477332387385e-14
+    q = q * z + -1.1470745597729725e-11
+    q = q * z + 2.08767569878681e-09
+    q = q * z + -2.755731922398589e-07
+    q = q * z + 2.48015873015873e-05
+    q = q * z + -0.001388888888888889
+    q = q * z + 0.041666666666666664
+    half = 0.5 * z
+    one = 1.0 - half
+    cos_r = one + (((1.0 - one) - half) + z * z * q)
+    sin_r = r + r * z * p
+    # sin(r + lo) = sin r + lo cos r, cos(r + lo) = cos r - lo sin r (to first order)
+    return sin_r + lo * cos_r, cos_r - lo * sin_r, int(k) & 3
+
+
+@njit(inline="always", error_model="numpy")
+def vector_sin(x):
+    s, c, n = _sincos_parts(x)
+    y = c if n & 1 else s
+    y = -y if n & 2 else y
+    y = x if abs(x) < 7.450580596923828e-09 else y  # (2^-27: sin x rounds to x; -0.0)
+    return y if abs(x) <= TRIG_FAR else np.nan
+
+
+@njit(inline="always", error_model="numpy")
+def vector_cos(x):
+    s, c, n = _sincos_parts(x)
+    y = s if n & 1 else c
+    y = -y if (n + 1) & 2 else y
+    return y if abs(x) <= TRIG_FAR else np.nan

@@ -190,3 +190,19 @@ def weighted_rows(M):
 def gated_softplus(x, y):
     s = np.tanh(x) * np.exp(-0.5 * x * x)
     return np.sum(s * y + np.log1p(np.exp(-np.abs(x))))
+
+
+class Waves:
+    """A sum of damped waves fitted to samples: the parameters as attributes."""
+
+    def __init__(self, freq, phase):
+        self.freq = freq
+        self.phase = phase
+
+    def loss(self, t, amp):
+        arg = self.freq * t + self.phase
+        model = amp * np.sin(arg) + 0.5 * np.cos(arg) * np.cos(t)
+        return np.sum(model * model * np.exp(-0.01 * t * t))
+
+
+WAVES = Waves(3.0, 0.25)

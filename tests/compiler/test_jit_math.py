@@ -1,5 +1,5 @@
-"""srcgrad.jit_math: the exp, tanh, log and log1p a numba loop calls (vectorized: no C
-library call).
+"""srcgrad.jit_math: the exp, tanh, log, log1p, sin and cos a numba loop calls (vectorized:
+no C library call).
 
 Each is checked, over wide random samples and the edges (the ends of exp's finite range,
 its subnormal results, tanh's switch between its two forms, signed zeros, infinities,
@@ -15,7 +15,8 @@ import pytest
 
 numba = pytest.importorskip("numba")
 
-from srcgrad.jit_math import vector_exp, vector_log, vector_log1p, vector_tanh  # noqa: E402
+from srcgrad.jit_math import (TRIG_FAR, trig_far, vector_cos, vector_exp, vector_log,  # noqa: E402
+                              vector_log1p, vector_sin, vector_tanh)
 
 
 def _loop(fn):
@@ -27,8 +28,8 @@ def _loop(fn):
     return loop
 
 
-_exp_loop, _tanh_loop, _log_loop, _log1p_loop = map(
-    _loop, (vector_exp, vector_tanh, vector_log, vector_log1p))
+_exp_loop, _tanh_loop, _log_loop, _log1p_loop, _sin_loop, _cos_loop = map(
+    _loop, (vector_exp, vector_tanh, vector_log, vector_log1p, vector_sin, vector_cos))
 
 
 def _run(loop, xs):
@@ -138,3 +139,58 @@ def test_vector_log_at_its_edges_is_numpys(loop, fn, xs):
         want = fn(xs)
     np.testing.assert_array_equal(got, want)  # (nan where numpy's is: equal_nan)
     np.testing.assert_array_equal(np.signbit(got[~np.isnan(got)]), np.signbit(want[~np.isnan(want)]))
+
+
+def _near_multiples_of_half_pi(rng):
+    """The floats nearest k pi/2 and their neighbours (sin or cos of them is tiny: where the
+    reduction x - k pi/2 cancels most), for small k and random k up to TRIG_FAR's."""
+    ks = np.concatenate([np.arange(1.0, 2000.0), rng.integers(1, 667_000, 2000).astype(float)])
+    # k pi/2 to 106 bits: k (hi + lo), hi + lo = pi/2 as two floats
+    hi, lo = 1.5707963267948966, 6.123233995736766e-17
+    near = ks * hi + ks * lo
+    xs = np.concatenate([near, np.nextafter(near, 0.0), np.nextafter(near, np.inf)])
+    return np.concatenate([xs, -xs])
+
+
+@pytest.mark.parametrize("loop, fn", [(_sin_loop, math.sin), (_cos_loop, math.cos)],
+                         ids=["sin", "cos"])
+def test_vector_sin_and_cos_are_within_two_ulp_of_the_c_librarys(loop, fn):
+    rng = np.random.default_rng(4)
+    xs = np.concatenate([rng.uniform(-4.0, 4.0, 20000), rng.uniform(-100.0, 100.0, 20000),
+                         rng.uniform(-TRIG_FAR, TRIG_FAR, 20000),
+                         np.sign(rng.uniform(-1, 1, 5000)) * 10.0 ** rng.uniform(-320, 6, 5000),
+                         _near_multiples_of_half_pi(rng),
+                         [TRIG_FAR, -TRIG_FAR, np.nextafter(TRIG_FAR, 0.0), 7.450580596923828e-09,
+                          np.nextafter(7.450580596923828e-09, 1.0)]])
+    want = np.array([fn(v) for v in xs])
+    got = _run(loop, xs)
+    worst = _ulps(got, want)
+    assert worst.max() <= 2.0, (worst.max(), xs[np.argmax(worst)])
+    np.testing.assert_array_equal(np.signbit(got[want != 0]), np.signbit(want[want != 0]))
+
+
+def test_vector_sin_and_cos_past_their_range_are_nan_and_trig_far_says_so():
+    """Past TRIG_FAR they are nan (never a wrong number), and `trig_far` is 1 exactly there,
+    for finite arguments: infinities and nan give nan, as numpy's, and count 0 (the C
+    library's sin would give the same nan)."""
+    xs = np.array([0.0, -0.0, 5e-324, -5e-324, 1e-300, TRIG_FAR, -TRIG_FAR,
+                   np.nextafter(TRIG_FAR, np.inf), -np.nextafter(TRIG_FAR, np.inf), 3e6, 1e300,
+                   np.inf, -np.inf, np.nan])
+    sin, cos = _run(_sin_loop, xs), _run(_cos_loop, xs)
+    with np.errstate(invalid="ignore"):
+        want_sin, want_cos = np.sin(xs), np.cos(xs)
+    inside = np.abs(xs) <= TRIG_FAR
+    assert _ulps(sin[inside], want_sin[inside]).max() <= 2.0
+    assert _ulps(cos[inside], want_cos[inside]).max() <= 2.0
+    np.testing.assert_array_equal(sin[:5], xs[:5])  # (signed zeros, subnormals: x)
+    np.testing.assert_array_equal(np.signbit(sin[inside]), np.signbit(want_sin[inside]))
+    np.testing.assert_array_equal(cos[:5], 1.0)
+    assert np.all(np.isnan(sin[~inside])) and np.all(np.isnan(cos[~inside]))
+
+    @numba.njit
+    def far_of(x, out):
+        for i in range(x.size):
+            out[i] = trig_far(x[i])
+
+    far = _run(far_of, xs)
+    np.testing.assert_array_equal(far, (~inside & np.isfinite(xs)).astype(float))

@@ -790,3 +790,49 @@ def test_a_loops_exp_tanh_and_logs_are_srcgrads_vectorized_ones():
             assert "from srcgrad.jit_math import vector_exp, vector_log1p, vector_tanh" in src
             assert "vector_tanh(x[i])" in loops and "= np.exp(" not in loops
         assert_same(got, want(xs, ys))
+
+
+def test_a_loops_sines_and_cosines_are_srcgrads_vectorized_ones_with_the_c_librarys_past_their_range():
+    """A large variant's loop over float64 arrays calls srcgrad.jit_math's sin and cos
+    (numpy's, like numba's, call the C library's for each element: five times the time),
+    from 2048 elements on, even where the arrays fit in cache. Their range ends at 2**20: a
+    call that brings an argument past it (or one that makes one) runs the same loop again
+    with the C library's, compiled then; values and gradients agree with the numpy
+    backend's either way."""
+    from srcgrad.jit_math import TRIG_FAR
+
+    assert TRIG_FAR == 2.0 ** 20  # (what the generated docstrings say)
+    want = srcgrad.value_and_grad(U.WAVES.loss, wrt=(0, 1), specialize=False)
+    for n in (jit.VECTOR_CALLS, jit.STREAMING + 5):
+        t = np.linspace(-40.0, 40.0, n)
+        vg = srcgrad.value_and_grad(U.WAVES.loss, wrt=(0, 1), backend="numba")
+        got, src = compiled_without_warning(vg, t, 1.5)
+        loops = src.split("@njit", 1)[1]
+        assert "vector_sin(" in loops and "vector_cos(" in loops and "= np.sin(" in loops
+        assert "trig_far(" in loops and "_exact" in src
+        _same_flat(got, want(t, 1.5))
+        # past the range: an argument itself, and one the loop makes (freq * t)
+        for far in (t + 3e6, t * 3e5):
+            got, _ = compiled_without_warning(vg, far, 1.5)
+            assert np.all(np.isfinite(got[1][0]))
+            _same_flat(got, want(far, 1.5))
+        # infinities and nan: nan, as numpy gives them, without the C library's loop
+        bad = t.copy()
+        bad[[1, 7]] = [np.inf, np.nan]
+        with np.errstate(invalid="ignore"):
+            got, _ = compiled_without_warning(vg, bad, 1.5), None
+            ref = want(bad, 1.5)
+        got = got[0]
+        assert np.isnan(got[0]) and np.isnan(ref[0])
+        np.testing.assert_array_equal(np.isnan(got[1][0]), np.isnan(ref[1][0]))
+    # below 2048 elements: numba's own sin (a small loop does not earn back compiling them)
+    small = np.linspace(-4.0, 4.0, 40)
+    got, src = compiled_without_warning(
+        srcgrad.value_and_grad(U.WAVES.loss, wrt=(0, 1), backend="numba"), small, 1.5)
+    assert "vector_sin" not in src
+    _same_flat(got, want(small, 1.5))
+
+
+def _same_flat(got, want):
+    """assert_same of (value, (gradients...)) results."""
+    assert_same((got[0],) + tuple(got[1]), (want[0],) + tuple(want[1]))
