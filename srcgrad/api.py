@@ -547,9 +547,10 @@ class CompiledFunction:
                 path = (f"<srcgrad {meta['entry']} {os.path.basename(code.co_filename)}:"
                         f"{code.co_firstlineno}>")
         self.cache_path = path
-        self._check = _guards.with_defaults(_guards.make_check(live), self.fun)
-        if self._object is not None:  # `obj(x)` runs its class's __call__ of the moment
-            self._check = _guards.with_call(self._check, self._object, self.fun.__func__)
+        # (`obj(x)` runs its class's __call__ of the moment)
+        self._check = _guards.make_check(
+            live, self.fun, self._object,
+            self.fun.__func__ if self._object is not None else None)
         self._module = (text, path, meta)
         try:
             impl = self._bind(None)

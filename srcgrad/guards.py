@@ -31,8 +31,7 @@ import numpy
 
 from .scopes import Path, describe as describe_scope, resolve as resolve_scope
 
-__all__ = ["Reads", "make_check", "with_defaults", "with_call", "fingerprint", "describe",
-           "validate"]
+__all__ = ["Reads", "make_check", "fingerprint", "describe", "validate"]
 
 _ATOMS = (bool, int, float, complex, str, bytes, type(None), range)
 _LIBRARIES = frozenset({"numpy", "math", "cmath", "builtins", "scipy", "srcgrad", "runtime",
@@ -423,62 +422,49 @@ def matches(v, snap) -> bool:
     raise AssertionError(f"unknown guard {kind!r}")
 
 
-def with_defaults(check, fun):
-    """`check`, also false once `fun`'s code or default argument values are replaced (its
-    `__code__`, as a reload does, or its `__defaults__` or `__kwdefaults__` set anew: the
-    compiled code took them as they were)."""
-    fn = getattr(fun, "__func__", fun)
-    code = _code_of(fn)
-    if code[0] is None:  # (not a Python function: a builtin, a callable object's class)
-        return check
-    if isinstance(fn, types.FunctionType):  # (the attributes always there: read inline,
-        c, d, k = code                           # a call costs more than the comparisons)
-        if check is None:
-            return lambda: fn.__code__ is c and fn.__defaults__ is d and \
-                fn.__kwdefaults__ is k
-        return lambda: fn.__code__ is c and fn.__defaults__ is d and \
-            fn.__kwdefaults__ is k and check()
-    if check is None:
-        return lambda: _same_code(fn, code)
-    return lambda: _same_code(fn, code) and check()
-
-
-def with_call(check, obj, func):
-    """`check`, also false once `obj`'s class (or its `__call__`) is not what it was: the
-    compiled code is that of `func`, the `__call__` that `obj(x)` ran then."""
-    cls = type(obj)
-    if check is None:
-        return lambda: type(obj) is cls and cls.__call__ is func
-    return lambda: type(obj) is cls and cls.__call__ is func and check()
-
-
-def make_check(guards):
+def make_check(guards, fun=None, obj=None, func=None):
     """A function of no arguments: whether every guard still holds (False also when a
     value is gone). None when there is nothing to check.
 
-    `guards` is a list of (Path, snapshot). The check is generated Python: a path is read
-    as generated code reads it, and compared with `is` and `==` inline (a dict of numbers
+    `guards` is a list of (Path, snapshot). `fun`: also false once its code or default
+    argument values are replaced (its `__code__`, as a reload does, or its `__defaults__`
+    or `__kwdefaults__` set anew: the compiled code took them as they were). `obj` and
+    `func`: also false once `obj`'s class (or its `__call__`) is not what it was: the
+    compiled code is that of `func`, the `__call__` that `obj(x)` ran then.
+
+    The check is one generated Python function, run before each call: a path is read as
+    generated code reads it, and compared with `is` and `==` inline (a dict of numbers
     costs a few attribute-free comparisons per call, not a walk)."""
-    if not guards:
-        return None
-    roots: dict[int, str] = {}
-    env: dict = {"_matches": matches}
+    env: dict = {"_matches": matches, "_same_code": _same_code}
     terms = []
+    fn = getattr(fun, "__func__", fun)
+    code = _code_of(fn) if fun is not None else (None,)
+    if code[0] is not None:
+        env.update(F=fn, C=code[0], D=code[1], K=code[2], CODE=code)
+        terms += ["F.__code__ is C", "F.__defaults__ is D", "F.__kwdefaults__ is K"] \
+            if isinstance(fn, types.FunctionType) else ["_same_code(F, CODE)"]
+    if obj is not None:
+        env.update(O=obj, CLS=type(obj), FUNC=func)
+        terms += ["type(O) is CLS", "CLS.__call__ is FUNC"]
+    roots: dict[int, str] = {}
     for path, snap in guards:
-        obj = path.scope.obj
-        r = roots.get(id(obj))
+        root = path.scope.obj
+        r = roots.get(id(root))
         if r is None:
-            r = roots[id(obj)] = f"R{len(roots)}"
-            env[r] = obj
+            r = roots[id(root)] = f"R{len(roots)}"
+            env[r] = root
         if snap is ABSENT:
             terms.append(f"{path.name!r} not in {r}")
         elif snap is NOATTR:
             terms.append(f"not hasattr({_parent(path).source(r)}, {path.steps[-1][1]!r})")
         else:
             terms.append(_term(path.source(r), snap, env))
-    body = " and\n            ".join(f"({t})" for t in terms)
-    text = (f"def check():\n    try:\n        return bool({body})\n"
-            f"    except Exception:\n        return False\n")
+    if not terms:
+        return None
+    body = " and\n                ".join(f"({t})" for t in terms)
+    # (`if`, not bool(): the truth of a value that is not a bool raises inside the try)
+    text = (f"def check():\n    try:\n        if ({body}):\n            return True\n"
+            f"    except Exception:\n        pass\n    return False\n")
     exec(compile(text, "<srcgrad guards>", "exec"), env)
     return env["check"]
 
