@@ -748,14 +748,23 @@ def _describe(low, call) -> str:
 def _call_name(low, call) -> str:
     f = low.peek(call.func)
     if isinstance(f, low.RunTimeAttr):
-        return ast.unparse(call.func)
+        return _as_written(low, call.func)
     name = getattr(f, "__qualname__", None) or getattr(f, "__name__", None)
     if name is None or not isinstance(name, str):
-        name = ast.unparse(call.func)
+        name = _as_written(low, call.func)
     else:
         mod = getattr(f, "__module__", None)
         name = f"{mod}.{name}" if isinstance(mod, str) and mod != "builtins" else name
     return name
+
+
+def _as_written(low, node) -> str:
+    """`node`'s source, the calls hoisted out of its statement (`hoist`) as the user
+    wrote them (`Waves(f, p).loss`, not the name their result was given)."""
+    text = ast.unparse(node)
+    for key, call in getattr(low, "hoisted_calls", {}).items():
+        text = text.replace(key, call)
+    return text
 
 
 def reason(low, node) -> "str | None":
@@ -965,6 +974,7 @@ def hoist(low, node) -> "ast.stmt | None":
         hint = _callee_name(call.func) or "value"
         key = f"{hint}.{len(taken)}.{id(node)}"
         taken[_where(call)] = key
+        low.__dict__.setdefault("hoisted_calls", {})[key] = _as_written(low, call)
         assign = ast.copy_location(ast.Assign(targets=[ast.Name(id=key, ctx=ast.Store())],
                                               value=call), call)
         stage(low, assign, _describe(low, call), hints={key: hint},

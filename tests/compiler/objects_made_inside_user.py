@@ -88,6 +88,10 @@ class Shift:
     __radd__ = __add__
 
 
+def made_and_called(x, scale=2.0):
+    return Shift(scale).add(x).sum()
+
+
 def shifted_loss(model, x):
     return np.sum(model.add(x) ** 2)
 

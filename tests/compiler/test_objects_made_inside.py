@@ -28,7 +28,10 @@ def test_an_object_carried_or_merged_keeps_its_methods(fn, rest):
 @pytest.mark.parametrize("fn,what,line", [
     (U.accumulated_in_a_loop, "a.add", "s = a.add(v * v)"),
     (U.accumulated_total, "made when the function runs", "return a.total + np.sum(x)"),
-], ids=["method-of-a-differentiated-value", "attribute"])
+    # (the call named as written: it was named by the hoisted call's internal name,
+    # `Shift.0.140236288891904.add`)
+    (U.made_and_called, "call to Shift(scale).add,", "return Shift(scale).add(x).sum()"),
+], ids=["method-of-a-differentiated-value", "attribute", "method-of-an-object-made-there"])
 def test_what_cannot_be_differentiated_is_refused_with_the_line(fn, what, line):
     with pytest.raises(SrcgradError) as info:
         srcgrad.grad(fn)(X.copy())
