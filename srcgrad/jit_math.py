@@ -5,7 +5,9 @@ numba compiles `np.exp(v)` and `np.tanh(v)` of a number to a call of the C libra
 `exp` and `tanh` per element (about 10 and 20 ns here), which no loop around it can
 vectorize; numpy's own loops over arrays are vectorized (1.5 ns). A fused loop that calls
 these instead is vectorized by LLVM (4 elements at a time with AVX2): they are arithmetic
-and selects only, no call and no branch. Each is checked against the C library's (Python's
+and selects only, no call and no branch, their polynomials' steps fused multiply-adds
+where the CPU has them (`FMA`: exp 2, tanh 3.6, sin 3.6 ns per element here, one thread;
+without, exp and tanh take twice that). Each is checked against the C library's (Python's
 math module) in tests/compiler/test_jit_math.py.
 
 - `vector_exp(x)`: x = k ln 2 + r, |r| <= ln 2 / 2 (ln 2 in two parts, so that k ln 2 is
@@ -67,6 +69,35 @@ def _bits_of_float(typingctx, x):
     return types.int64(types.float64), codegen
 
 
+def _has_fma() -> bool:
+    try:
+        from llvmlite import binding
+        return bool(binding.get_host_cpu_features().get("fma"))
+    except Exception:  # noqa: BLE001 (then a product and a sum)
+        return False
+
+
+#: whether this CPU has a fused multiply-add instruction (numba compiles for the CPU it
+#: runs on, and its cache tells CPUs apart)
+FMA = _has_fma()
+
+
+@intrinsic
+def _mul_add(typingctx, a, b, c):
+    """a * b + c of float64 numbers: one fused multiply-add (rounded once: exact IEEE
+    arithmetic, not a fast-math licence) where the CPU has one (`FMA`), else a product and
+    a sum. A polynomial's step: FMA halves the instructions of a vectorized loop of them."""
+    if not (a == b == c == types.float64):
+        return None
+
+    def codegen(context, builder, signature, args):
+        if FMA:
+            return builder.fma(*args)
+        return builder.fadd(builder.fmul(args[0], args[1]), args[2])
+
+    return types.float64(types.float64, types.float64, types.float64), codegen
+
+
 # 1/ln 2; ln 2 = _LN2_HI + _LN2_LO, _LN2_HI with 32 bits of mantissa (k * _LN2_HI is exact
 # for |k| < 2^20)
 _LOG2E = 1.4426950408889634
@@ -83,19 +114,19 @@ def vector_exp(x):
     r = (c - k * _LN2_HI) - k * _LN2_LO
     # e^r = sum r^j / j!, j = 0..13 (the coefficients are 1 / j!)
     p = 1.6059043836821613e-10
-    p = p * r + 2.08767569878681e-09
-    p = p * r + 2.505210838544172e-08
-    p = p * r + 2.755731922398589e-07
-    p = p * r + 2.7557319223985893e-06
-    p = p * r + 2.48015873015873e-05
-    p = p * r + 0.0001984126984126984
-    p = p * r + 0.001388888888888889
-    p = p * r + 0.008333333333333333
-    p = p * r + 0.041666666666666664
-    p = p * r + 0.16666666666666666
-    p = p * r + 0.5
-    p = p * r + 1.0
-    p = p * r + 1.0
+    p = _mul_add(p, r, 2.08767569878681e-09)
+    p = _mul_add(p, r, 2.505210838544172e-08)
+    p = _mul_add(p, r, 2.755731922398589e-07)
+    p = _mul_add(p, r, 2.7557319223985893e-06)
+    p = _mul_add(p, r, 2.48015873015873e-05)
+    p = _mul_add(p, r, 0.0001984126984126984)
+    p = _mul_add(p, r, 0.001388888888888889)
+    p = _mul_add(p, r, 0.008333333333333333)
+    p = _mul_add(p, r, 0.041666666666666664)
+    p = _mul_add(p, r, 0.16666666666666666)
+    p = _mul_add(p, r, 0.5)
+    p = _mul_add(p, r, 1.0)
+    p = _mul_add(p, r, 1.0)
     n = int(k)
     half = n >> 1
     y = p * _float_of_bits((half + 1023) << 52) * _float_of_bits((n - half + 1023) << 52)
@@ -113,24 +144,24 @@ def vector_tanh(x):
     z = x * x
     # tanh x = x + x^3 (sum c_j z^j), z = x^2: c_j = 2^2n (2^2n - 1) B_2n / (2n)!, n = j + 2
     p = -2.859136662305254e-08
-    p = p * z + 7.054636946400968e-08
-    p = p * z + -1.7406618963571648e-07
-    p = p * z + 4.294911078273806e-07
-    p = p * z + -1.0597268320104654e-06
-    p = p * z + 2.6147711512907546e-06
-    p = p * z + -6.451689215655431e-06
-    p = p * z + 1.5918905069328964e-05
-    p = p * z + -3.927832388331683e-05
-    p = p * z + 9.691537956929451e-05
-    p = p * z + -0.00023912911424355248
-    p = p * z + 0.000590027440945586
-    p = p * z + -0.0014558343870513183
-    p = p * z + 0.003592128036572481
-    p = p * z + -0.008863235529902197
-    p = p * z + 0.021869488536155203
-    p = p * z + -0.05396825396825397
-    p = p * z + 0.13333333333333333
-    p = p * z + -0.3333333333333333
+    p = _mul_add(p, z, 7.054636946400968e-08)
+    p = _mul_add(p, z, -1.7406618963571648e-07)
+    p = _mul_add(p, z, 4.294911078273806e-07)
+    p = _mul_add(p, z, -1.0597268320104654e-06)
+    p = _mul_add(p, z, 2.6147711512907546e-06)
+    p = _mul_add(p, z, -6.451689215655431e-06)
+    p = _mul_add(p, z, 1.5918905069328964e-05)
+    p = _mul_add(p, z, -3.927832388331683e-05)
+    p = _mul_add(p, z, 9.691537956929451e-05)
+    p = _mul_add(p, z, -0.00023912911424355248)
+    p = _mul_add(p, z, 0.000590027440945586)
+    p = _mul_add(p, z, -0.0014558343870513183)
+    p = _mul_add(p, z, 0.003592128036572481)
+    p = _mul_add(p, z, -0.008863235529902197)
+    p = _mul_add(p, z, 0.021869488536155203)
+    p = _mul_add(p, z, -0.05396825396825397)
+    p = _mul_add(p, z, 0.13333333333333333)
+    p = _mul_add(p, z, -0.3333333333333333)
     small = x + x * z * p
     small = x if z == 0.0 else small  # (-0.0 stays -0.0)
     return small if a < 0.55 else large
@@ -162,15 +193,15 @@ def _log1p_of(f):
     s = f / (2.0 + f)
     z = s * s
     r = 2.0 / 21.0
-    r = r * z + 2.0 / 19.0
-    r = r * z + 2.0 / 17.0
-    r = r * z + 2.0 / 15.0
-    r = r * z + 2.0 / 13.0
-    r = r * z + 2.0 / 11.0
-    r = r * z + 2.0 / 9.0
-    r = r * z + 2.0 / 7.0
-    r = r * z + 2.0 / 5.0
-    r = r * z + 2.0 / 3.0
+    r = _mul_add(r, z, 2.0 / 19.0)
+    r = _mul_add(r, z, 2.0 / 17.0)
+    r = _mul_add(r, z, 2.0 / 15.0)
+    r = _mul_add(r, z, 2.0 / 13.0)
+    r = _mul_add(r, z, 2.0 / 11.0)
+    r = _mul_add(r, z, 2.0 / 9.0)
+    r = _mul_add(r, z, 2.0 / 7.0)
+    r = _mul_add(r, z, 2.0 / 5.0)
+    r = _mul_add(r, z, 2.0 / 3.0)
     r = r * z
     hfsq = 0.5 * f * f
     return f - (hfsq - s * (hfsq + r))
@@ -236,22 +267,22 @@ def _sincos_parts(x):
     z = r * r
     # sin r = r + r z S(z), S's coefficients (-1)^j / (2j + 1)!, j = 1..8
     p = 2.8114572543455206e-15
-    p = p * z + -7.647163731819816e-13
-    p = p * z + 1.6059043836821613e-10
-    p = p * z + -2.505210838544172e-08
-    p = p * z + 2.755731922398589e-06
-    p = p * z + -0.0001984126984126984
-    p = p * z + 0.008333333333333333
-    p = p * z + -0.16666666666666666
+    p = _mul_add(p, z, -7.647163731819816e-13)
+    p = _mul_add(p, z, 1.6059043836821613e-10)
+    p = _mul_add(p, z, -2.505210838544172e-08)
+    p = _mul_add(p, z, 2.755731922398589e-06)
+    p = _mul_add(p, z, -0.0001984126984126984)
+    p = _mul_add(p, z, 0.008333333333333333)
+    p = _mul_add(p, z, -0.16666666666666666)
     # cos r = 1 - z/2 + z^2 C(z), C's coefficients (-1)^j / (2j + 4)!, j = 0..7
     q = -1.5619206968586225e-16
-    q = q * z + 4.779477332387385e-14
-    q = q * z + -1.1470745597729725e-11
-    q = q * z + 2.08767569878681e-09
-    q = q * z + -2.755731922398589e-07
-    q = q * z + 2.48015873015873e-05
-    q = q * z + -0.001388888888888889
-    q = q * z + 0.041666666666666664
+    q = _mul_add(q, z, 4.779477332387385e-14)
+    q = _mul_add(q, z, -1.1470745597729725e-11)
+    q = _mul_add(q, z, 2.08767569878681e-09)
+    q = _mul_add(q, z, -2.755731922398589e-07)
+    q = _mul_add(q, z, 2.48015873015873e-05)
+    q = _mul_add(q, z, -0.001388888888888889)
+    q = _mul_add(q, z, 0.041666666666666664)
     half = 0.5 * z
     one = 1.0 - half
     cos_r = one + (((1.0 - one) - half) + z * z * q)

@@ -194,3 +194,19 @@ def test_vector_sin_and_cos_past_their_range_are_nan_and_trig_far_says_so():
 
     far = _run(far_of, xs)
     np.testing.assert_array_equal(far, (~inside & np.isfinite(xs)).astype(float))
+
+
+def test_without_a_fused_multiply_add_they_are_as_accurate(monkeypatch):
+    """On a CPU without FMA a polynomial's step is a product and a sum (`_mul_add`): the
+    same accuracy (checked here by compiling new loops with FMA off)."""
+    import srcgrad.jit_math as jm
+
+    monkeypatch.setattr(jm, "FMA", False)
+    rng = np.random.default_rng(5)
+    xs = np.concatenate([rng.uniform(-700.0, 700.0, 5000), rng.uniform(-4.0, 4.0, 5000)])
+    for fn, ref in ((vector_exp, math.exp), (vector_sin, math.sin), (vector_tanh, math.tanh)):
+        loop = _loop(fn)
+        got = _run(loop, xs)
+        assert "llvm.fma" not in loop.inspect_llvm(loop.signatures[0])  # (with FMA: there)
+        want = np.array([ref(v) for v in xs])
+        assert _ulps(got, want).max() <= 2.0, fn
