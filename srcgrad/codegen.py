@@ -1225,18 +1225,17 @@ class _BlockCtx:
         args = ", ".join(em.src(a) for a in e.ins)
         jit = em.mod.jit
         if jit is not None and jit.python_body:  # numpy allocates the loop's outputs
-            if any(o.id in getattr(em, "results", {}) for o in e.outs):
-                # (the loop writes into the arrays it is given: those are the results, and
-                # a pool tracks those very objects, whatever the call returns)
-                ins = [em.src(a) for a in e.ins]
-                outs, made = self._made_names(e, ins)
-                for name, o in zip(made, e.outs):
-                    lines.append(f"{ind}{name} = {_array_for(em, o)}")
-                lines.append(f"{ind}{em.mod.region_name(e)}({args}, {', '.join(made)})")
-                self._renamed(outs, made, ind, lines)
-                em.mod.regions.append((e, ins))
-                return
-            args = ", ".join([args] + [_array_for(em, o) for o in e.outs])
+            # the loop writes into the arrays it is given and returns nothing (numba boxes
+            # each array it returns anew, about 600 ns apiece); a pool of results tracks
+            # those very objects
+            ins = [em.src(a) for a in e.ins]
+            outs, made = self._made_names(e, ins)
+            for name, o in zip(made, e.outs):
+                lines.append(f"{ind}{name} = {_array_for(em, o)}")
+            lines.append(f"{ind}{em.mod.region_name(e)}({args}, {', '.join(made)})")
+            self._renamed(outs, made, ind, lines)
+            em.mod.regions.append((e, ins))
+            return
         lines.append(f"{ind}{names} = {em.mod.region_name(e)}({args})")
         em.mod.regions.append((e, [em.src(a) for a in e.ins]))
 
@@ -2474,7 +2473,8 @@ def _emit_loops(mod: _Module, body: list):
             if trig:  # (one update: numba's reductions allow no other)
                 counts = [f"{mod.g('trig_far')}({arg})" for arg in checked]
                 body.append(f"{ind}{far} += " + f" + \\\n{ind}    ".join(counts))
-            body.append(f"    return {far if trig else ret}")
+            if trig or not given:  # (given: the caller holds the arrays it gave)
+                body.append(f"    return {far if trig else ret}")
 
         where = f" ({e.loc.short()})" if e.loc is not None else ""
         doc = f"Fused elementwise loop{where}: one pass over {shape!r}"
@@ -2498,8 +2498,7 @@ def _emit_loops(mod: _Module, body: list):
                      f'    """{doc}: {fast}, and where it finds arguments of sin and cos '
                      f'out of its', f'    range, {exact}."""',
                      f"    if {fast}{signature}:",
-                     f"        return {exact}{signature}",
-                     f"    return {ret}"])
+                     f"        {exact}{signature}"])
 
 
 def _vector_trig(e) -> bool:
@@ -2650,7 +2649,8 @@ def _emit_placed(mod: _Module, e, params, body: list):
             values += [em.src(region.outs[t]) for t in ts]
         dest = ", ".join(index(k, a) for k, a in enumerate(lo))
         body.append(f"{ind}{arr}[{dest}] = {' + '.join(values) or '0'}")
-    body.append(f"    return {arr}")
+    if not given:  # (given: the caller holds the array it gave)
+        body.append(f"    return {arr}")
 
 
 def _known_float(v) -> bool:
