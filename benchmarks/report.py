@@ -19,7 +19,13 @@ TARGETS = {
     "first_call": 30e-3,    # seconds, disk cache off
     "cache_hit": 3e-3,      # seconds, fresh process
     "tape_vs_torch": 2.0,   # tape / PyTorch eager time, small sizes
+    # the numba backend's (srcgrad's numba / reference time)
+    "numba_small": 0.5,     # ... / hand-written, small sizes
+    "numba_vs_jax": 1.0,    # ... / JAX jit: small sizes, and the elementwise problems large
+    "numba_large": 1.0,     # ... / hand-written, the problems with matmuls, large sizes
 }
+#: the elementwise problems (the others' time goes mostly to matmuls)
+ELEMENTWISE = ("poly", "rosenbrock", "chain")
 
 
 def _cpu_model() -> str:
@@ -194,10 +200,10 @@ def targets(rows, lat) -> list:
     """(target, worst measured, where, met) for each srcgrad target."""
     out = []
 
-    def ratio_check(label, size, kind, ref_kind, key, limit, field="times"):
+    def ratio_check(label, size, kind, ref_kind, key, limit, field="times", problems=None):
         worst, where, failed = None, "-", []
         for r in rows:
-            if r["size"] != size:
+            if r["size"] != size or (problems is not None and r["problem"] not in problems):
                 continue
             if kind in r["errors"]:
                 failed.append(r["problem"])
@@ -222,6 +228,16 @@ def targets(rows, lat) -> list:
                 "srcgrad", "hand", "small_time", T["small_time"])
     ratio_check(f"small sizes: tape time <= {T['tape_vs_torch']}x PyTorch eager", "small",
                 "tape", "torch", "tape_vs_torch", T["tape_vs_torch"])
+    ratio_check(f"small sizes: srcgrad numba time <= {T['numba_small']}x hand-written",
+                "small", "numba", "hand", "numba_small", T["numba_small"])
+    ratio_check(f"small sizes: srcgrad numba time <= {T['numba_vs_jax']}x JAX jit", "small",
+                "numba", "jax", "numba_vs_jax", T["numba_vs_jax"])
+    ratio_check(f"large sizes, elementwise: srcgrad numba time <= {T['numba_vs_jax']}x JAX "
+                "jit", "large", "numba", "jax", "numba_vs_jax", T["numba_vs_jax"],
+                problems=ELEMENTWISE)
+    ratio_check(f"large sizes, matmuls: srcgrad numba time <= {T['numba_large']}x "
+                "hand-written", "large", "numba", "hand", "numba_large", T["numba_large"],
+                problems=[r["problem"] for r in rows if r["problem"] not in ELEMENTWISE])
     ok = {k: v for k, v in lat.items() if "error" not in v}
     for label, key, limit in (
             (f"dispatch overhead < {fmt_time(T['dispatch'])}", "dispatch", T["dispatch"]),
