@@ -357,7 +357,7 @@ class CompiledFunction:
             if not jit.python_body:
                 jit.python_body = large_form(opt.eqns)
         if fused or jit is not None:
-            from .fusion import fuse_graph, one_shape, shifted_sums
+            from .fusion import fuse_graph, fusible, gather, one_shape, shifted_sums
             from .jit import accept, loop_alone
 
             if (jit is not None or spec is not None) and _steps_batched(opt.eqns):
@@ -368,6 +368,8 @@ class CompiledFunction:
             counter = [0]
             if jit is not None:  # (cotangents placed in shifted slices: one loop)
                 opt.eqns = shifted_sums(opt.eqns, opt.outputs, takes, counter)
+                # (a sum of the forward pass's values after the backward pass's loop work)
+                opt.eqns = gather(opt.eqns, lambda e: fusible(e) and takes(e, []))
             opt.eqns = fuse_graph(opt.eqns, opt.outputs, counter, accept=takes,
                                   alone=None if jit is None else loop_alone)
             checked(opt, "fusion")

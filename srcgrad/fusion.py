@@ -35,7 +35,7 @@ import numpy
 
 from .ir import SCALAR, Block, Eqn, Var, iter_vars
 
-__all__ = ["FUSED", "fuse_graph", "one_shape", "cuda_expr", "loop_shape", "jit_dtype",
+__all__ = ["FUSED", "fuse_graph", "gather", "fusible", "one_shape", "cuda_expr", "loop_shape", "jit_dtype",
            "BLOCKED_MIN", "BLOCK", "BLOCK_MIN", "LIVE_ELEMENTS", "block_rows", "peak_live",
            "blockable", "block_regions", "shifted_sums", "segments"]
 
@@ -44,7 +44,7 @@ __all__ = ["FUSED", "fuse_graph", "one_shape", "cuda_expr", "loop_shape", "jit_d
 FUSED = Primitive("fused", None, differentiable=False, zero_grad=False, structured=True,
                   fresh=True)
 
-def _fusible(e: Eqn) -> bool:
+def fusible(e: Eqn) -> bool:
     """An equation a kernel can compute: an op with a CUDA spelling (declared in the op
     table, runtime.ops.cuda) for these operands and params, on arrays and numbers."""
     p = e.prim
@@ -99,7 +99,7 @@ def fuse_graph(eqns: list, outputs, counter=None, accept=None, alone=None) -> li
     for i, e in enumerate(eqns):
         for b in e.blocks() if e.prim is not FUSED else ():  # (a sum's region: its own)
             b.eqns = fuse_graph(b.eqns, b.outs, counter, accept, alone)
-        if _fusible(e) and (accept is None or accept(e, [])) and \
+        if fusible(e) and (accept is None or accept(e, [])) and \
                 not any(a.id in python_calls for a in e.var_ins()):
             if accept is not None and run and not accept(e, run):
                 close(i)  # (the run's loop cannot take it: another shape)
@@ -254,12 +254,18 @@ def blockable(e, run) -> bool:
     return True
 
 
-def _gather(eqns: list) -> list:
-    """`eqns` reordered so that blocked regions are long: an equation that cannot join one
-    but is pure (no effect, no nested block) moves down past the blockable equations after
-    it, to just before the first equation that reads what it makes (or that cannot
-    move past it: one with an effect or nested blocks). Elementwise equations read arrays
-    only and have no effect, so the order changes no result."""
+def gather(eqns: list, joins=None) -> list:
+    """`eqns` reordered so that regions are long: an equation that cannot join one but is
+    pure (no effect, no nested block) moves down past the equations after it that may
+    join one (`joins(e)`; by default a blocked region's, `blockable`), to just before the
+    first equation that reads what it makes (or that cannot move past it: one with an
+    effect or nested blocks). Elementwise equations read arrays only and have no effect,
+    so the order changes no result. (value_and_grad's `np.sum(zf)` of the loss: after the
+    backward pass's elementwise work, so that the forward's and the backward's are one
+    loop, which writes zf, rather than two, the first writing every value the second
+    reads.)"""
+    if joins is None:
+        joins = _blockable_alone
     out, held, made = [], [], set()
 
     def release():
@@ -269,8 +275,8 @@ def _gather(eqns: list) -> list:
 
     for e in eqns:
         for b in e.blocks():
-            b.eqns = _gather(b.eqns)
-        if _fusible(e) and blockable(e, []):
+            b.eqns = gather(b.eqns, joins)
+        if joins(e):
             if any(v.id in made for v in e.var_ins()):
                 release()
             out.append(e)
@@ -284,10 +290,14 @@ def _gather(eqns: list) -> list:
     return out
 
 
+def _blockable_alone(e) -> bool:
+    return fusible(e) and blockable(e, [])
+
+
 def block_regions(eqns: list, outputs) -> list:
     """Blocked regions (see above) of a specialized numpy variant's equations: `fused`
     equations with the rows of a block (param `rows`), in nested blocks too."""
-    eqns = fuse_graph(_gather(eqns), outputs, accept=blockable)
+    eqns = fuse_graph(gather(eqns), outputs, accept=blockable)
 
     def mark(es):
         for e in es:
@@ -476,7 +486,7 @@ def _sum_of_places(root, eqns, made, reads, accept, gone):
     while todo:
         k = -heapq.heappop(todo)
         e = eqns[k]
-        if k in taken or id(e) in used_ids or len(e.outs) != 1 or not _fusible(e) or \
+        if k in taken or id(e) in used_ids or len(e.outs) != 1 or not fusible(e) or \
                 not accept(e, []) or reads.get(e.outs[0].id, 0) != counted.get(e.outs[0].id):
             continue
         taken.add(k)

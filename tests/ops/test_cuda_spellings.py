@@ -27,7 +27,7 @@ pytestmark = pytest.mark.skipif(CC is None, reason="no C compiler to compile the
 VALUES = [-np.inf, -3.7, -2.5, -1.0, -0.5, -0.1, -0.0, 0.0, 0.1, 0.5, 1.0, 2.5, 3.7,
           np.inf, np.nan]
 #: arity by the highest operand the spelling names; spellings with named params ({nan})
-#: are checked where their params are given (nan_to_num: see _fusible)
+#: are checked where their params are given (nan_to_num: see fusion.fusible)
 _OPERAND = re.compile(r"\{(\d+)\}")
 
 
