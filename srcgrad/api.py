@@ -346,7 +346,8 @@ class CompiledFunction:
             from .jit import Unlike, large_form, unlike_numpy
 
             found = unlike_numpy(opt.eqns, {  # (the parameters that are Python ints)
-                v.id for v, w in zip(graph.inputs, spec or ()) if w in (int, bool)})
+                v.id for v, w in zip(graph.inputs, spec or ()) if w in (int, bool)},
+                bools={v.id for v, w in zip(graph.inputs, spec or ()) if w is bool})
             if found is not None:
                 raise Unlike(self.fun.__qualname__, *found)
             if at is not None and _holds_dict(opt.outputs[0][at]):  # (f's own value, its

@@ -2266,10 +2266,11 @@ def _emit_jit_entry(fc, namer, mod: _Module, inputs, lines):
     mod.namers.append(inner)
     results = _out_results(fc)
     # (numba compiled it for C-ordered arrays: other layouts run the numpy code, as does a
-    # call numba cannot finish, a reshape of a strided view inside it, say; the compiled
-    # code wrote only arrays of its own)
-    other_layout = [f"    except ({mod.g('TypeError')}, {mod.g('NotImplementedError')}):  "
-                    "# another memory layout, or a reshape numba cannot do",
+    # call numba cannot finish, a reshape of a strided view inside it, say, or a Python
+    # int past int64 that numba cannot take; the compiled code wrote only arrays of its own)
+    other_layout = [f"    except ({mod.g('TypeError')}, {mod.g('NotImplementedError')}, "
+                    f"{mod.g('OverflowError')}):  "
+                    "# another memory layout, a reshape numba cannot do, an int past int64",
                     f"        return {mod.general()}({_spec_args(fc, namer)})"]
     # each gradient in its argument's kind (like_arg): made here, in Python (the compiled
     # function passes it on as it is)

@@ -430,8 +430,8 @@ class Unlike(SrcgradError):
                          f"{what}{where}. It runs the numpy code instead")
 
 
-def unlike_numpy(eqns, ints: "set | None" = None, marked: "set | None" = None
-                 ) -> "tuple | None":
+def unlike_numpy(eqns, ints: "set | None" = None, marked: "set | None" = None,
+                 bools: "set | None" = None) -> "tuple | None":
     """(what, equation) for the first equation numba would compute with another meaning than
     numpy's, else None: then the numpy code runs.
     - A statement run as written (but `assert` and `raise`): numba compiles a random draw
@@ -450,8 +450,16 @@ def unlike_numpy(eqns, ints: "set | None" = None, marked: "set | None" = None
       exactly where numba's int64 wraps or differs: `n * n`, `n ** 40` past 2**63,
       `2 ** -i` (Python: a float, numba: 0), `n // 0` (Python raises, numba gives 0).
     - Python's abs(), max() and min() of Python numbers (ops.python_operand): numba's
-      max(1.0, nan) is nan where Python's is 1.0, its abs(n) an int64."""
+      max(1.0, nan) is nan where Python's is 1.0, its abs(n) an int64.
+    - A numpy function of a Python bool parameter (`bools`) with no float64 array among
+      its operands: numpy computes np.sin(True) and np.exp(True) in float16, numba in
+      float64. (`x * flag` of a float64 array x is float64 in both.)
+    - int() of a float: numba's wraps past 2**63 and makes a number of nan and inf, where
+      Python's is exact, and raises."""
     from .fusion import jit_dtype
+    from .staging import INT
+
+    bools = bools or set()
 
     if marked is None:  # (the whole program; `ints`: its parameters that are Python ints)
         ints = python_ints(eqns, set(ints or ()))
@@ -477,8 +485,15 @@ def unlike_numpy(eqns, ints: "set | None" = None, marked: "set | None" = None
                 isinstance(a, int) and not isinstance(a, numpy.generic) for a in e.ins):
             return "arithmetic on Python ints (Python computes it exactly, numba in int64: " \
                 "it wraps at 2**63, and 2 ** -n is 0)", e
+        if e.prim is INT and any(isinstance(a, Var) and a.id not in ints for a in e.ins):
+            return "int() of a float (numba's wraps past 2**63, and gives a number for nan " \
+                "and inf, where Python's is exact, or raises)", e
         if e.prim.elementwise and (e.prim.differentiable or e.prim.dtype is not None):
             kinds = [jit_dtype(v) for v in e.ins if isinstance(v, Var) and v.kind == "array"]
+            if any(isinstance(a, Var) and a.id in bools for a in e.ins) and \
+                    "float64" not in kinds:
+                return "a numpy function of a Python bool (numpy computes np.sin(True) in " \
+                    "float16, numba in float64)", e
             out = jit_dtype(e.outs[0]) if e.outs and isinstance(e.outs[0], Var) else None
             narrow = {k for k in kinds + [out] if k in ("float32", "float16")}
             if narrow:
@@ -491,7 +506,7 @@ def unlike_numpy(eqns, ints: "set | None" = None, marked: "set | None" = None
                 return f"integer arithmetic ({', '.join(sorted(set(exact)))} operands: " \
                     "numpy computes in their dtype, numba in its own)", e
         for b in e.blocks():
-            found = unlike_numpy(b.eqns, ints, marked)
+            found = unlike_numpy(b.eqns, ints, marked, bools)
             if found is not None:
                 return found
     return None

@@ -206,3 +206,17 @@ class Waves:
 
 
 WAVES = Waves(3.0, 0.25)
+
+
+def sine_of_flag(x, flag):
+    t = np.sin(flag)  # (numpy: float16 of a bool)
+    return np.sum(np.sin(x * t))
+
+
+def truncated_scale(x, s):
+    k = int(s)
+    return np.sum(x * k)
+
+
+def scaled_sines(x, n):
+    return np.sum(np.sin(x) * n)

@@ -851,3 +851,27 @@ def test_value_and_grads_forward_and_backward_are_one_loop():
     got, src = compiled_without_warning(vg, x, y)
     assert "_fused_1(" in src and "_fused_2" not in src
     _same_flat(got, want)
+
+
+@pytest.mark.parametrize("fn,arg,warns", [
+    (U.sine_of_flag, True, True),            # np.sin(True): numpy's float16, numba's float64
+    (U.truncated_scale, 1e19, True),         # int(1e19): numba's int64 wraps
+    (U.truncated_scale, 3.7, True),
+    (U.scaled_sines, 2 ** 63, False),        # numba cannot take the int: the numpy code runs
+    (U.scaled_sines, 3, False),
+], ids=["sin-of-a-bool", "int-of-a-large-float", "int-of-a-float", "int-past-int64", "int"])
+def test_python_numbers_numba_would_compute_otherwise_run_the_numpy_code(fn, arg, warns):
+    """Python numbers where numba's meaning is not numpy's or Python's: a numpy function of a
+    Python bool (numpy computes it in float16), int() of a float (numba's int64 wraps past
+    2**63, and makes a number of nan), an int past int64 (numba cannot take it: it raised
+    OverflowError from the call). Each runs the numpy code (with a warning that says why,
+    where numba is refused), and gives numpy's answer; they were silently different, or
+    raised."""
+    x = np.linspace(-1.0, 1.0, 5)
+    want = srcgrad.grad(fn, specialize=False)(x, arg)
+    g = srcgrad.grad(fn, backend="numba")
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        got = g(x, arg)
+    np.testing.assert_array_equal(got, want)
+    assert any("numpy code instead" in str(w.message) for w in seen) == warns
