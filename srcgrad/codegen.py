@@ -2477,7 +2477,6 @@ def _emit_loops(mod: _Module, body: list):
             if trig or not given:  # (given: the caller holds the arrays it gave)
                 body.append(f"    return {far if trig else ret}")
 
-        where = f" ({e.loc.short()})" if e.loc is not None else ""
         doc = f"Fused elementwise loop{where}: one pass over {shape!r}"
         trig = em.vector_math and given and any(
             q.prim.name in _VECTOR_TRIG and _vector_trig(q) for q in region.eqns)
