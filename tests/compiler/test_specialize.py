@@ -569,3 +569,74 @@ def test_a_bias_of_no_dimension_gets_its_sum_as_numpy_gives_it():
         num = finite_differences(loss, [a if i != 1 else np.asarray(a) for i, a in
                                         enumerate(args)], 1)
         np.testing.assert_allclose(got[1], num, rtol=1e-6)
+
+
+_SPECIAL = np.array([0.0, -0.0, 1.0, -1.5, 1e-310, -5e-324, 1e308, -1e308, np.inf, -np.inf,
+                     np.nan, 0.1, 3.0, 2.0 ** 53 + 2, 7.25e-12])
+
+
+@pytest.mark.parametrize("ufunc", [np.add, np.subtract, np.multiply, np.true_divide,
+                                   np.maximum, np.minimum])
+@pytest.mark.parametrize("number", [0.5, -0.125, 1, 3, -7, 0.0, -0.0, 1e-300, 1e300,
+                                    2 ** 52 + 1, 5e-324])
+def test_a_number_as_a_0d_float64_array_gives_numpys_result_bit_for_bit(ufunc, number):
+    # (what a variant relies on when it writes a Python number operand of a float64
+    # array's arithmetic as a module-level 0-d array, codegen._F64: same type, dtype,
+    # shape and bits, in either order, nan, inf, signed zeros and subnormals included)
+    x = np.concatenate([_SPECIAL, np.random.default_rng(1).normal(size=40)]).reshape(5, 11)
+    zero_d = np.array(float(number))
+    with np.errstate(all="ignore"):
+        for want, got in ((ufunc(x, number), ufunc(x, zero_d)),
+                          (ufunc(number, x), ufunc(zero_d, x)),
+                          (ufunc(x[0], number), ufunc(x[0], zero_d))):
+            assert type(got) is type(want) and got.dtype == want.dtype == np.float64
+            assert got.shape == want.shape
+            assert got.tobytes() == want.tobytes()
+
+
+def test_numbers_of_a_variants_float64_arithmetic_are_module_level_arrays_same_bits(
+        monkeypatch):
+    from srcgrad import codegen
+
+    model = U.Huber(delta=0.8)
+    rng = np.random.default_rng(3)
+    X, y = rng.normal(size=(12, 4)), rng.normal(size=12)
+    w = rng.normal(size=4)
+    w32, X32, y32 = w.astype(np.float32), X.astype(np.float32), y.astype(np.float32)
+
+    def run(*args):
+        g = fresh(model.loss)
+        src = g.specialized_source(*args)
+        got = g(*args)
+        assert g._call is not g._impl  # (the variant ran)
+        return src, got
+
+    src, got = run(w, X, y)
+    # (delta is 0.8; the penalty's 2 * 1e-3 folded into 0.002)
+    assert re.search(r"^F64_0_8 = np\.array\(0\.8\)$", src, re.M), src
+    assert re.search(r"^F64_0_002 = np\.array\(0\.002\)$", src, re.M), src
+    assert re.search(r"^    dw_1 = F64_0_002 \* w$", src, re.M), src
+    np.testing.assert_allclose(got, finite_differences(model.loss, [w, X, y], 0),
+                               rtol=1e-6, atol=1e-8)
+    # float32 arrays: a 0-d float64 array would make the result float64, so their numbers
+    # stay Python numbers (a cotangent numpy makes float64, np.where(c, 0.0, 1/12) of
+    # Python floats, keeps its 0-d array)
+    src32, got32 = run(w32, X32, y32)
+    assert re.search(r"^    dw_1 = 0\.001 \* w$", src32, re.M), src32
+    assert got32.dtype == np.float32
+    # the same variants with the numbers written as Python numbers: the same bits
+    monkeypatch.setattr(codegen, "_F64_OPS", frozenset())
+    plain, want = run(w, X, y)
+    assert "F64_" not in plain
+    assert got.dtype == want.dtype == np.float64 and got.tobytes() == want.tobytes()
+    plain32, want32 = run(w32, X32, y32)
+    assert "F64_" not in plain32 and got32.tobytes() == want32.tobytes()
+
+
+def test_a_python_number_argument_is_not_written_as_an_array():
+    g = fresh(U.scaled_norm)
+    src = g.specialized_source(np.ones(3), 2.5)
+    # (s is a Python float: `s * 2.0` of Python floats stays a Python float's arithmetic)
+    got = g(np.ones(3), 2.5)
+    np.testing.assert_allclose(got, 2 * 2.5 * np.ones(3))
+    assert "np.array(2.5)" not in src

@@ -10,6 +10,11 @@ import numpy as np
 from numpy import ndarray
 
 float64 = np.dtype('<f8')
+# numbers as 0-d float64 arrays: numpy computes an array's product, sum... with one
+# about 0.2 µs sooner than with a Python number, to the same float64 result
+F64_m0_125 = np.array(-0.125)
+F64_0_125 = np.array(0.125)
+F64_1 = np.array(1.0)
 
 
 def general(*args, **kwargs):
@@ -42,9 +47,9 @@ def grad_mlp_loss(W1, b1, W2, b2, X, Y):
     del z_1
     logp_2 = logp_1.sum(axis=1, keepdims=True)
     # grad of: return -np.sum(Y * logp) / X.shape[0]   (specialize_user.py:14)
-    dlogp = -0.125 * Y
+    dlogp = F64_m0_125 * Y
     # grad of: logp = zs - np.log(np.sum(np.exp(zs), axis=1, keepdims=True))   (specialize_user.py:13)
-    dlogp_1 = 0.125 * Y
+    dlogp_1 = F64_0_125 * Y
     dlogp_2 = dlogp_1.sum(axis=1, keepdims=True)
     del dlogp_1
     dlogp_3 = dlogp_2 / logp_2
@@ -64,7 +69,7 @@ def grad_mlp_loss(W1, b1, W2, b2, X, Y):
     # grad of: h = np.tanh(X @ W1 + b1)   (specialize_user.py:10)
     dh_2 = np.square(h)
     del h
-    dh_3 = np.subtract(1.0, dh_2, out=dh_2)
+    dh_3 = np.subtract(F64_1, dh_2, out=dh_2)
     del dh_2
     dh *= dh_3
     del dh_3
