@@ -398,6 +398,9 @@ class CompiledFunction:
                 if self._tree is not None or self._extra else self._param_names()
         fc.owned, fc.primal = self._owned(returns)
         fc.numbers = numbers
+        # (a numpy variant's numbers in float64 arithmetic as 0-d arrays, codegen._F64; not
+        # a cupy variant's: its arrays are the device's)
+        fc.f64_operands = spec is not None and not fused and jit is None
         if not getattr(fc, "floats_fixed", False):
             fc.floats = {v.id for v in wrt}
         if self._extra or self._tree is not None:

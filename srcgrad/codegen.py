@@ -2959,7 +2959,7 @@ def _emit_planned(fc, inputs, header, ops, clashes, jit=None):
     mod = _Module(params, clashes, ops, jit)
     # a numpy variant's arrays of known shapes: reductions and transposes as methods
     mod.array_methods = jit is None and fc.spec is not None
-    if mod.array_methods:
+    if mod.array_methods and getattr(fc, "f64_operands", False):
         f64s: set = set()
         for f in _functions(fc):
             _f64_operands(f.eqns, f64s)
