@@ -383,40 +383,10 @@ def _rw_multiply(e, c):
             if len(inner) == 1 and len(other) == 1 and \
                     _folds_into(x * inner[0], other[0]):  # a * (b * y) -> (a * b) * y
                 return ops.multiply(x * inner[0], other[0])
-    logistic = _logistic(c, a, b)
-    if logistic is not None:
-        return logistic
     sa, sb = _scaling(c, a), _scaling(c, b)
     if sa is not None and sb is not None and _folds_into(sa[0] * sb[0], sa[1], sb[1]):
         return ops.multiply(sa[0] * sb[0], ops.multiply(sa[1], sb[1]))  # (c1 x)(c2 y)
     return _KEEP
-
-
-def _logistic(c: _Ctx, a, b):
-    """`n / (e + 1) * e` with `e = exp(u)` (the derivative of softplus, `log1p(exp(u))`: n
-    times the logistic function of u) as `n / (exp(-u) + 1)`, where the product is all
-    that reads `e`, `e + 1` and the quotient (a value_and_grad's loss still reads `e`: it
-    stays). Of `u = -m` that is `exp(m)`: the negation and the product go, two passes
-    fewer. Where `exp(u)` overflows the old form is inf / inf, nan; this one is the
-    function's limit, n. Else None."""
-    for q, ev in ((a, b), (b, a)):
-        div, ex = _producer_is(c, q, ops.divide), _producer_is(c, ev, ops.exp)
-        if div is None or ex is None or not c.read_once(q) or c.uses[ev.id] != 2:
-            continue
-        n, t = div.ins
-        add = _producer_is(c, t, ops.add)
-        if add is None or not c.read_once(t) or not any(
-                x is ev and _is_const(one, 1) for x, one in (add.ins, add.ins[::-1])):
-            continue
-        u = ex.ins[0]
-        one = add.ins[1] if add.ins[0] is ev else add.ins[0]
-        if not (_array(u) and floating_dclass(u.dclass) and u.dclass == ev.dclass):
-            continue
-        neg = _producer_is(c, u, ops.negative)
-        arg = neg.ins[0] if neg is not None and isinstance(neg.ins[0], Var) and \
-            neg.ins[0].dclass == u.dclass else ops.negative(u)
-        return ops.divide(n, ops.add(ops.exp(arg), one))
-    return None
 
 
 def _scaling(c: _Ctx, v):
