@@ -146,7 +146,8 @@ def _f64_operands(eqns, found: set) -> None:
             ins = list(e.ins)
             for k in (0, 1):
                 a, b = ins[k], ins[1 - k]
-                if type(a) in (float, int) and math.isfinite(a) and abs(a) < 2 ** 53 and \
+                # (a _F64 already: marked by an earlier plan of this module, `emit_module`)
+                if type(a) in (float, int, _F64) and math.isfinite(a) and abs(a) < 2 ** 53 and \
                         isinstance(b, Var) and b.kind == "array" and loop_shape(b) and \
                         jit_dtype(b) == "float64" and jit_dtype(e.outs[0]) == "float64":
                     ins[k] = _F64(a)

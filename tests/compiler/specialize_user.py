@@ -317,3 +317,15 @@ class Huber:
         small = np.minimum(a, 1.0)
         return np.mean(np.where(a <= self.delta, quad, lin)) + 1e-3 * np.sum(w * w) \
             - np.sum(np.maximum(0.0, -w)) / 3 + np.sum(small * 2 - 1)
+
+
+def scale_of(c):
+    assert isinstance(c, float), "c must be a float"
+    return c
+
+
+def shadows_a_builtin(x, c):
+    s = scale_of(c)
+    for isinstance in range(2):  # (a local named like the builtin the assert reads)
+        x = x * x * 0.5 + s * x
+    return np.sum(x)

@@ -640,3 +640,19 @@ def test_a_python_number_argument_is_not_written_as_an_array():
     got = g(np.ones(3), 2.5)
     np.testing.assert_allclose(got, 2 * 2.5 * np.ones(3))
     assert "np.array(2.5)" not in src
+
+
+def test_a_variant_planned_twice_keeps_its_numbers_as_arrays():
+    # (a local that takes a name the module reads, here the builtin `isinstance` that the
+    # inlined assert calls, makes codegen plan the module again: its numbers were marked
+    # by the first plan)
+    g = fresh(U.shadows_a_builtin)
+    x = np.arange(4.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(specialize.HOT_CALLS + 1):
+            got = g(x, 2.0)
+    assert g._call is not g._impl and g.variant_count == 1
+    assert "F64_0_5 = np.array(0.5)" in g.specialized_source(x, 2.0)
+    np.testing.assert_allclose(got, finite_differences(U.shadows_a_builtin, [x, 2.0], 0),
+                               rtol=1e-7)
