@@ -135,12 +135,13 @@ def transparent(fn, wrapped) -> bool:
 
 
 def _returns_the_call(fn, wrapped) -> bool:
-    import inspect
     import textwrap
+
+    from .frontend import source_lines
 
     code = fn.__code__
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(code)))
+        tree = ast.parse(textwrap.dedent("".join(source_lines(code, fn.__globals__)[0])))
     except (OSError, TypeError, SyntaxError, IndentationError):
         return False
     node = tree.body[0] if tree.body else None
