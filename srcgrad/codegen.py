@@ -492,6 +492,15 @@ class _Emitter:
         text = self.mod.fixed(literal(v))
         return f"({text})" if text.startswith("-") else text
 
+    def item_src(self, v) -> str:
+        """`v` as the value of an indexed assignment: in a numba-compiled body a 0-d value
+        as its number (`np.asarray(dout)[()]`: a fused loop's 0-d result is an array, a
+        0-d index of an array a number, and numba adds neither kind into an element of
+        the other), else `src(v)`."""
+        if _compiled_body(self.mod) and isinstance(v, Var) and loop_shape(v) == ():
+            return f"{self.mod.g('np')}.asarray({self.src(v)})[()]"
+        return self.src(v)
+
     def _unnamed(self, v: Var) -> str:
         """An index part whose statement was left out (it is written where it is used, see
         `_only_index_use`), read outside an index: `slice(a, b, c)` or a tuple."""
@@ -1154,7 +1163,7 @@ class _BlockCtx:
                              f"{np_}.{jit_dtype(o)})")
                 op = "+=" if _compiled_body(em.mod) else "="
                 lines.append(ind + _norm(f"{self.name(o)}[{em.index_src(idx)}] {op} "
-                                         f"{em.src(g)}"))
+                                         f"{em.item_src(g)}"))
             elif _compiled_body(em.mod) and e.prim.name == "cast_like" and \
                     jit_dtype(e.ins[1]) is not None:  # (the helper is Python)
                 x, dt = e.ins[0], f"{em.mod.g('np')}.{jit_dtype(e.ins[1])}"
@@ -1582,7 +1591,8 @@ class _BlockCtx:
         if name is not None and last_use.get(a.id) == j and self._owns(a, j, last_use):
             g, idx = q.ins[0], q.ins[q.prim.adds_at]
             self.namer.names[o.id] = name
-            lines.append(ind + _norm(f"{name}[{self.em.index_src(idx)}] += {self.em.src(g)}"))
+            lines.append(ind + _norm(f"{name}[{self.em.index_src(idx)}] += "
+                                     f"{self.em.item_src(g)}"))
         else:
             lines.append(ind + _norm(f"{self.name(q.outs[0])} = {self.em.expr(q, self.uses)}"))
             lines.append(ind + _norm(f"{self.name(o)} = {self.em.expr(e, self.uses)}"))

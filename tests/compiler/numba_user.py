@@ -220,3 +220,12 @@ def truncated_scale(x, s):
 
 def scaled_sines(x, n):
     return np.sum(np.sin(x) * n)
+
+
+def penalized(x):
+    """A sum of squares with a cubic penalty on the first coordinate."""
+    return np.sum(x ** 2) + x[0] ** 3
+
+
+def corner_terms(x):
+    return np.sum(np.sin(x)) + x[1, 2] ** 3 + np.exp(x[0, 0]) * x[2, 1]

@@ -425,6 +425,19 @@ def test_a_fallback_warns_with_the_users_line_and_is_right():
         assert_same(g(x), got)
 
 
+def test_a_fallbacks_reason_keeps_the_signature_numba_names_on_its_next_line():
+    text = "def f(x):\n    y = x[0]\n    return y\n"
+    err = RuntimeError("Failed in nopython mode pipeline (step: nopython frontend)\n"
+                       "No implementation of function Function(<built-in function iadd>) "
+                       "found for signature:\n \n >>> iadd(float64, array(float64, 0d, C))\n"
+                       " \nThere are 18 candidate implementations:\n"
+                       'File "gen.py", line 2:\n')
+    msg = jit.failure(err, text, "/somewhere/gen.py", "f")
+    assert "at `y = x[0]` (line 2 of the generated code)" in msg
+    assert "found for signature: iadd(float64, array(float64, 0d, C)). It runs the numpy " \
+        "code instead (`.specialized_source(*args)` shows that code)." in msg
+
+
 def test_without_numba_the_error_says_how_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "numba", None)
     with pytest.raises(ImportError, match=r'pip install "srcgrad\[jit\]"'):
@@ -875,3 +888,18 @@ def test_python_numbers_numba_would_compute_otherwise_run_the_numpy_code(fn, arg
         got = g(x, arg)
     np.testing.assert_array_equal(got, want)
     assert any("numpy code instead" in str(w.message) for w in seen) == warns
+
+
+@pytest.mark.parametrize("fn,shape", [(U.penalized, (3,)), (U.penalized, (5000,)),
+                                      (U.corner_terms, (3, 3)), (U.corner_terms, (3000, 3))])
+def test_a_number_added_into_one_element_compiles(fn, shape):
+    """The cotangent of one element (`x[0] ** 3`) is a number; a fused loop makes it as a
+    0-d array, `x[0]` reads it as a number, and numba adds neither into an element of the
+    other's kind (`dx[0] += dout` failed to compile: the numpy code ran, with a warning).
+    It is added as its number."""
+    x = np.linspace(0.1, 1.0, int(np.prod(shape))).reshape(shape)
+    g = srcgrad.grad(fn, backend="numba")
+    got, src = compiled_without_warning(g, x)
+    if "_compiled(" in src:  # (the small form: all of it compiled; the large form adds
+        assert "np.asarray(" in src  # the elements in Python, as numpy does)
+    assert_same(got, srcgrad.grad(fn, specialize=False)(x))
