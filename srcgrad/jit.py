@@ -615,14 +615,17 @@ def failure(err: BaseException, text: str, path: str, qualname: str) -> str:
                     origin = m.group(2)
                     break
     plain = re.sub(r"\x1b\[[0-9;]*m", "", str(err))  # numba's terminal colours
-    reason = next((ln.strip() for ln in plain.splitlines()
-                   if ln.strip() and not ln.startswith(("Failed in", "During:"))), str(err))
+    said = [ln.strip() for ln in plain.splitlines()
+            if ln.strip() and not ln.startswith(("Failed in", "During:"))]
+    reason = said[0] if said else str(err)
+    if reason.endswith(":") and len(said) > 1:  # ("... found for signature:", then it)
+        reason = f"{reason} {said[1].lstrip('>').strip()}"
     msg = f"numba could not compile the gradient of {qualname!r}"
     if stmt is not None:
         msg += f" at `{stmt}` (line {where} of the generated code"
         msg += f", from {origin})" if origin else ")"
-    return (f"{msg}: {reason[:300]}. It runs the numpy code instead (see "
-            "`.specialized_source(*args)` for what numba was given).")
+    return (f"{msg}: {reason[:300]}. It runs the numpy code instead "
+            "(`.specialized_source(*args)` shows that code).")
 
 
 def _header_lines(path: str, text: str) -> int:
