@@ -502,7 +502,9 @@ def unlike_numpy(eqns, ints: "set | None" = None, marked: "set | None" = None,
             exact = [k for k in kinds if k is not None and k != "float64"]
             wide = out == "float64" or (out is None and "float64" in kinds)
             if exact and not wide and not (
-                    out == "int64" and set(exact) == {"int64"} and e.prim.name != "power"):
+                    out == "int64" and set(exact) == {"int64"} and e.prim.name != "power") \
+                    and not (out == "bool_" and set(exact) == {"bool_"} and
+                             e.prim.name in _LOGICAL_ON_BOOLS):
                 return f"integer arithmetic ({', '.join(sorted(set(exact)))} operands: " \
                     "numpy computes in their dtype, numba in its own)", e
         for b in e.blocks():
@@ -511,6 +513,10 @@ def unlike_numpy(eqns, ints: "set | None" = None, marked: "set | None" = None,
                 return found
     return None
 
+
+# numpy's operators on bool arrays whose bool results numba computes alike (numba's ~ of a
+# bool is its negation, as numpy's; + of bools would be an int in numba, a bool in numpy)
+_LOGICAL_ON_BOOLS = frozenset({"bitwise_and", "bitwise_or", "bitwise_xor", "invert"})
 
 # what Python computes on ints otherwise than numba's int64 (which wraps, gives 0 for a
 # negative power and for a division by zero). Sums and differences are left to numba:

@@ -229,3 +229,11 @@ def penalized(x):
 
 def corner_terms(x):
     return np.sum(np.sin(x)) + x[1, 2] ** 3 + np.exp(x[0, 0]) * x[2, 1]
+
+
+def gated(x, y):
+    """Masks combined with numpy's operators, as users write them."""
+    inside = (x > 0.3) & (y < 1.0)
+    outside = ~inside
+    flip = (x < 0.5) ^ (y > 0.0)
+    return np.sum(np.where(inside, x * y, 0.0)) + np.sum(np.where(outside | flip, y * y, x))

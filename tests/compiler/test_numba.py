@@ -903,3 +903,13 @@ def test_a_number_added_into_one_element_compiles(fn, shape):
     if "_compiled(" in src:  # (the small form: all of it compiled; the large form adds
         assert "np.asarray(" in src  # the elements in Python, as numpy does)
     assert_same(got, srcgrad.grad(fn, specialize=False)(x))
+
+
+@pytest.mark.parametrize("n", [7, jit.STREAMING + 5])
+def test_masks_combined_with_and_or_xor_and_not_compile(n):
+    """&, |, ^ and ~ of bool arrays: numba computes numpy's bools (they were refused as
+    integer arithmetic, and the numpy code ran with a warning)."""
+    x, y = np.linspace(-1.0, 1.0, n), np.cos(np.linspace(0.0, 9.0, n)) + 0.5
+    g = srcgrad.grad(U.gated, wrt=(0, 1), backend="numba")
+    got, _ = compiled_without_warning(g, x, y)
+    assert_same(got, srcgrad.grad(U.gated, wrt=(0, 1), specialize=False)(x, y))
