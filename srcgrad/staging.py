@@ -12,6 +12,7 @@ here; control-flow primitives are in `ir`, list primitives in `runtime.ops.lists
 """
 from __future__ import annotations
 
+import functools
 import numbers
 import types
 
@@ -490,8 +491,8 @@ def _dtype_class(prim, args, out):
     dtype = prim.dtype
     if isinstance(dtype, tuple):  # ("like", i)
         src = args[dtype[1]]
-        if isinstance(src, Var) and src.kind == "array":
-            return src.dclass
+        if isinstance(src, Var) and src.kind == "array" and floating_dclass(src.dclass):
+            return src.dclass  # (of integers, a product's helper gives numpy's int64)
         return out.dclass
     # (the operands: not an index, a shape, a mask, whose dtypes are not the result's)
     arrays = [a for i, a in enumerate(args) if i not in prim.nondiff and
@@ -505,11 +506,38 @@ def _dtype_class(prim, args, out):
             if not unsure and len(d) == 2 and isinstance(d[1], str):
                 return dtype_class(numpy.result_type(numpy.dtype(d[1]), *strong))
             return ("f", out.id) if floating_dclass(d) else out.dclass
-        if dtype == "same" or floating_dclass(d):
-            return d
+        if (dtype == "same" and not _ints(d)) or floating_dclass(d):
+            return d  # (of integers, a sum or a product's helper gives numpy's int64)
         if dtype == "float":
             return ("f", out.id)  # float64 for integers
     return out.dclass
+
+
+def _ints(dclass) -> bool:
+    """Is `dclass` the class of an integer or bool dtype (known, or bool)?"""
+    return dclass == ("bool",) or (len(dclass) == 2 and dclass[0] == "k" and
+                                  isinstance(dclass[1], str) and
+                                  numpy.dtype(dclass[1]).kind in "iub")
+
+
+@functools.lru_cache(maxsize=256)
+def _ufunc_of_ints(prim, dclass, nin: int):
+    """The dtype numpy's ufunc of `prim` gives of `nin` operands of integer or bool dtype
+    class `dclass`, asked of numpy itself; None where `prim` is not such a ufunc, the
+    dtype is not one of those or not known, or numpy has no loop for it."""
+    if not _ints(dclass):
+        return None
+    name = getattr(prim.impl, "__name__", None) if prim.elementwise else None
+    f = getattr(numpy, name, None) if name else None
+    if not isinstance(f, numpy.ufunc) or f.nout != 1 or f.nin != nin or \
+            getattr(numpy, f.__name__, None) is not f:
+        return None
+    dt = numpy.dtype(bool) if dclass == ("bool",) else numpy.dtype(dclass[1])
+    with numpy.errstate(all="ignore"):
+        try:
+            return f(*[numpy.ones(1, dt)] * nin).dtype
+        except TypeError:  # (no loop for it: numpy refuses the call)
+            return None
 
 
 def _constant_dtypes(prim, args) -> tuple:
@@ -587,8 +615,14 @@ def _elementwise_dclass(prim, args, out):
                                               not isinstance(args[0], Var))
         if weak and floating_dclass(d):
             return d
-        if not scalars and prim.dtype == "same":
-            return d
+        if not scalars and prim.dtype in ("same", "float"):
+            # (of integers and bools: what numpy's ufunc gives, asked of numpy: np.sin of
+            # int64 is float64, of int8 float16; np.square of a bool is int8)
+            made = _ufunc_of_ints(prim, d, len(data))
+            if made is not None:
+                return ("bool",) if made.kind == "b" else dtype_class(made)
+            if prim.dtype == "same" and not _ints(d):
+                return d
     if prim.dtype == "float" or any(
             type(a) is float or (isinstance(a, Var) and a.kind == "array" and
                                  floating_dclass(a.dclass)) for a in operands):

@@ -147,3 +147,13 @@ def updated_python_floats(x):
 def scaled_by_a_0d_array(x):
     """np.asarray(0.5) is a 0-d float64 array: not weak like the Python float 0.5."""
     return np.sum(x * np.asarray(0.5)) * 2.0 + np.sum(x * 0.25)
+
+
+def squared_masks(x):
+    """np.square of a bool mask is int8 (True**2 counts as 1): the sum of two is 2."""
+    m = x > 0.5
+    return np.sum(x * (np.square(m) + np.square(m)))
+
+
+def sines_of_counts(x, k):
+    return np.sum(np.sin(k) * x + np.sqrt(k) * x * x)

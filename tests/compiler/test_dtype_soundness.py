@@ -209,3 +209,57 @@ def test_a_0d_array_of_a_python_float_is_float64(specialize):
     assert grad.dtype == np.float32
     np.testing.assert_allclose(value, want, rtol=1e-12)
     np.testing.assert_allclose(grad, np.full(5, 1.25), rtol=1e-6)  # 0.5 * 2 + 0.25
+
+
+@pytest.mark.parametrize("n", [6, 300_000])  # (the large one: blocked regions, fused loops)
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_ops_of_masks_that_numpy_computes_in_another_dtype(n, backend):
+    """np.square of a bool array is int8, not bool: claimed bool, the arrays a region or a
+    numba loop wrote were bool, and np.square(m) + np.square(m) was 1 where numpy's is 2
+    (a silently wrong gradient at large sizes). The IR now asks numpy what its ufunc gives
+    of integer and bool operands."""
+    if backend == "numba":
+        pytest.importorskip("numba")
+    import warnings
+
+    x = np.linspace(0.0, 1.0, n)
+    want = 2.0 * (x > 0.5)
+    g = srcgrad.grad(U.squared_masks, cache=False, backend=backend)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # (numba: the numpy code runs)
+        for _ in range(3):
+            np.testing.assert_array_equal(g(x), want)
+
+
+@pytest.mark.parametrize("kdtype", [np.int64, np.int32, np.int8, np.uint16, bool])
+def test_float_functions_of_integer_arrays(kdtype):
+    """np.sin of int64 is float64 (numba compiles it), of int8 float16 (numba refuses it:
+    the numpy code runs); either way numpy's answer."""
+    import warnings
+
+    x = np.linspace(-1.0, 1.0, 7)
+    k = (np.arange(7) % 5).astype(kdtype)
+    want = srcgrad.grad(U.sines_of_counts, cache=False, specialize=False)(x, k)
+    np.testing.assert_allclose(want, finite_differences(U.sines_of_counts, (x, k), 0),
+                               rtol=1e-4 if np.dtype(kdtype).itemsize < 4 else 1e-6,
+                               atol=1e-6)
+    backends = ["numpy"] + (["numba"] if _has_numba() else [])
+    for backend in backends:
+        g = srcgrad.grad(U.sines_of_counts, cache=False, backend=backend)
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            for _ in range(3):
+                got = g(x, k)
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+        fell_back = any("numpy code instead" in str(w.message) for w in seen)
+        if backend == "numba":
+            assert fell_back == (np.dtype(kdtype).itemsize < 4), [str(w.message) for w in seen]
+
+
+def _has_numba() -> bool:
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return False
+    return True
