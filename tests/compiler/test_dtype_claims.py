@@ -108,3 +108,35 @@ def test_a_claimed_dtype_of_integer_operands_is_numpys(s, dtype):
     if want is None or got == "skip" or got is None:
         return
     assert got == want, f"{s.prim} of {dtype}: the IR claims {got}, numpy gives {want}"
+
+
+@pytest.mark.parametrize("s", CASES, ids=lambda s: s.id)
+@pytest.mark.parametrize("dtype", ["int64", "int8", "uint8", "bool"])
+@pytest.mark.parametrize("other", ["float64", "float32", "Python int", "Python float",
+                                   "same"])
+def test_a_claimed_dtype_of_mixed_integer_operands_is_numpys(s, dtype, other):
+    # (the first operand an integer or bool array, the others arrays of another dtype or
+    # Python numbers; constants among them stay what they are)
+    prim = PRIMITIVES[s.prim]
+    base, _ = s.materialize()
+    args, k = [], 0
+    for a in base:
+        if isinstance(a, np.ndarray) and a.dtype.kind == "f":
+            if k == 0:
+                a = a.astype(dtype)
+            elif other == "Python int":
+                a = 3
+            elif other == "Python float":
+                a = 1.5
+            elif other == "same":
+                a = a.astype(dtype)
+            else:
+                a = a.astype(other)
+            k += 1
+        args.append(a)
+    want = _numpys(prim, args, s.params)
+    got = _claimed(prim, args, s.params, None)
+    if want is None or got == "skip" or got is None:
+        return
+    assert got == want, f"{s.prim} of {dtype} and {other}: the IR claims {got}, numpy " \
+        f"gives {want}"
