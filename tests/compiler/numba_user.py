@@ -222,7 +222,7 @@ def scaled_sines(x, n):
     return np.sum(np.sin(x) * n)
 
 
-def penalized(x):
+def cubic_first(x):
     """A sum of squares with a cubic penalty on the first coordinate."""
     return np.sum(x ** 2) + x[0] ** 3
 

@@ -890,7 +890,7 @@ def test_python_numbers_numba_would_compute_otherwise_run_the_numpy_code(fn, arg
     assert any("numpy code instead" in str(w.message) for w in seen) == warns
 
 
-@pytest.mark.parametrize("fn,shape", [(U.penalized, (3,)), (U.penalized, (5000,)),
+@pytest.mark.parametrize("fn,shape", [(U.cubic_first, (3,)), (U.cubic_first, (5000,)),
                                       (U.corner_terms, (3, 3)), (U.corner_terms, (3000, 3))])
 def test_a_number_added_into_one_element_compiles(fn, shape):
     """The cotangent of one element (`x[0] ** 3`) is a number; a fused loop makes it as a
