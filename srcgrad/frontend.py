@@ -15,14 +15,13 @@ import ast
 import builtins
 import dis
 import functools
-import inspect
 import linecache
 import textwrap
 import types
 from dataclasses import dataclass, field
 
 from .errors import SourceChangedError, SourceUnavailableError
-from .scopes import unwrap
+from .scopes import source_lines, unwrap
 
 __all__ = ["Source", "parse_function", "lambda_as_def"]
 
@@ -112,30 +111,6 @@ def _closure(fn, code) -> dict:
     return closure
 
 
-def source_lines(code, module_globals) -> tuple:
-    """(the lines of the def that made `code`, its first line's number), as
-    `inspect.getsourcelines(code)` gives them (not of the function object: a wrapper names
-    the function it wraps in __wrapped__, whose text inspect would give), without the
-    module search inspect makes for a code object: it computes the real path of every
-    module's file the first time, 10-25 ms of a first compilation in a fresh process.
-    The module is the function's own (`module_globals`, what linecache needs to read a
-    source a loader holds). OSError where there is no source."""
-    file = inspect.getsourcefile(code)
-    if file:
-        linecache.checkcache(file)
-    else:
-        file = inspect.getfile(code)
-        if not (file.startswith("<") and file.endswith(">")):
-            raise OSError("source code not available")
-    lines = linecache.getlines(file, module_globals)
-    if not lines:
-        raise OSError("could not get source code")
-    first = code.co_firstlineno - 1  # (the def's line, or its first decorator's)
-    if not 0 <= first < len(lines):
-        raise OSError("lineno is out of bounds")
-    return inspect.getblock(lines[first:]), first + 1
-
-
 def parse_function(fn) -> Source:
     """Read and parse `fn`'s source; raise SourceUnavailableError when Python can't."""
     fn = unwrap(fn)
@@ -157,7 +132,7 @@ def parse_function(fn) -> Source:
         # of its own
         return _parse_lambda(fn, code)
     try:
-        lines, firstlineno = source_lines(code, fn.__globals__)
+        lines, firstlineno = source_lines(code, fn)
     except (OSError, TypeError) as e:
         raise SourceUnavailableError(
             f"cannot read the source of {name!r} ({e}); functions typed at the interactive "

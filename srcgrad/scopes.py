@@ -134,14 +134,26 @@ def transparent(fn, wrapped) -> bool:
     return found
 
 
+def source_lines(code, fn) -> tuple:
+    """`inspect.getsourcelines(code)`: the lines of the def that made `code`, the first
+    one's number (not of the function object: a wrapper names the function it wraps in
+    __wrapped__, whose text inspect would give). Asked of a new function made of `code` in
+    `fn`'s module, so that inspect finds the module by its name: of a code object, it
+    searches every loaded module for its file (the real path of each one, 10-25 ms of a
+    first compilation in a fresh process). OSError where there is no source."""
+    import inspect
+
+    cells = tuple(types.CellType() for _ in code.co_freevars) or None  # (never run)
+    shim = types.FunctionType(code, fn.__globals__, code.co_name, None, cells)
+    return inspect.getsourcelines(shim)
+
+
 def _returns_the_call(fn, wrapped) -> bool:
     import textwrap
 
-    from .frontend import source_lines
-
     code = fn.__code__
     try:
-        tree = ast.parse(textwrap.dedent("".join(source_lines(code, fn.__globals__)[0])))
+        tree = ast.parse(textwrap.dedent("".join(source_lines(code, fn)[0])))
     except (OSError, TypeError, SyntaxError, IndentationError):
         return False
     node = tree.body[0] if tree.body else None

@@ -1,4 +1,4 @@
-"""srcgrad reads a function's source with `frontend.source_lines`, which gives what
+"""srcgrad reads a function's source with `scopes.source_lines`, which gives what
 `inspect.getsourcelines(code)` gives without inspect's search of every loaded module for a
 code object's module (10-25 ms of a first compilation in a fresh process). Checked here on
 every function, method and nested function of the test programs, and on a module that a
@@ -18,7 +18,7 @@ import pytest
 
 import srcgrad
 from compiler_helpers import finite_differences
-from srcgrad.frontend import source_lines
+from srcgrad.scopes import source_lines
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -36,12 +36,12 @@ def _codes(obj, seen):
             yield from _codes(value, seen)
         code = value.__code__ if isinstance(value, types.FunctionType) else None
         if isinstance(code, types.CodeType) and id(code) not in seen:
-            stack = [(code, value.__globals__)]
+            stack = [(code, value)]
             while stack:
-                c, g = stack.pop()
+                c, fn = stack.pop()
                 seen.add(id(c))
-                yield c, g
-                stack.extend((k, g) for k in c.co_consts if isinstance(k, types.CodeType)
+                yield c, fn
+                stack.extend((k, fn) for k in c.co_consts if isinstance(k, types.CodeType)
                              and k.co_name not in ("<lambda>", "<genexpr>", "<listcomp>",
                                                    "<dictcomp>", "<setcomp>"))
 
@@ -56,16 +56,16 @@ def _modules():
 def test_the_lines_are_inspects(name):
     module = importlib.import_module(name)
     checked = 0
-    for code, globs in _codes(module, set()):
+    for code, fn in _codes(module, set()):
         if code.co_filename != module.__file__:
             continue  # (a function imported from elsewhere: its own module's test)
         try:
             want = inspect.getsourcelines(code)
         except OSError:
             with pytest.raises(OSError):
-                source_lines(code, globs)
+                source_lines(code, fn)
             continue
-        assert source_lines(code, globs) == want, code
+        assert source_lines(code, fn) == want, code
         checked += 1
     assert checked > 0
 
@@ -82,7 +82,7 @@ def test_a_function_in_a_zip_archive(tmp_path):
     try:
         module = importlib.import_module("zipped_models")
         assert not os.path.exists(module.loss.__code__.co_filename)
-        lines, first = source_lines(module.loss.__code__, module.loss.__globals__)
+        lines, first = source_lines(module.loss.__code__, module.loss)
         assert (lines, first) == inspect.getsourcelines(module.loss.__code__)
         assert lines[0] == "@decorated\n" and first == 8
         rng = np.random.default_rng(0)
