@@ -299,7 +299,7 @@ class Builder:
         elif prim.elementwise and arrays and _scalar_operands(args):
             if len({a.sclass for a in arrays}) == 1:
                 out.sclass = arrays[0].sclass
-            out.dclass = _elementwise_dclass(prim, args, out)
+            out.dclass = _elementwise_dclass(prim, args, out, params)
         else:
             out.sclass = _shape_class(prim, args, params, arrays, out.sclass)
             out.dclass = _dtype_class(prim, args, out)
@@ -489,9 +489,12 @@ def _shape_class(prim, args, params, arrays, sclass):
 def _dtype_class(prim, args, out):
     """The dtype class of a result that is not elementwise, from the op's dtype fact."""
     dtype = prim.dtype
+    if prim in (ops.any, ops.all):
+        return ("bool",)  # (numpy's any and all give bools, of any operand)
     if isinstance(dtype, tuple):  # ("like", i)
         src = args[dtype[1]]
-        if isinstance(src, Var) and src.kind == "array" and floating_dclass(src.dclass):
+        if isinstance(src, Var) and src.kind == "array" and not (
+                _ints(src.dclass) and prim.name.endswith(_PRODUCT_HELPERS)):
             return src.dclass  # (of integers, a product's helper gives numpy's int64)
         return out.dclass
     # (the operands: not an index, a shape, a mask, whose dtypes are not the result's)
@@ -506,8 +509,9 @@ def _dtype_class(prim, args, out):
             if not unsure and len(d) == 2 and isinstance(d[1], str):
                 return dtype_class(numpy.result_type(numpy.dtype(d[1]), *strong))
             return ("f", out.id) if floating_dclass(d) else out.dclass
-        if (dtype == "same" and not _ints(d)) or floating_dclass(d):
-            return d  # (of integers, a sum or a product's helper gives numpy's int64)
+        if (dtype == "same" and not (_ints(d) and prim.name.endswith(_PRODUCT_HELPERS))) \
+                or floating_dclass(d):
+            return d  # (of integers, a product's helper gives numpy's int64)
         if dtype == "float":
             return ("f", out.id)  # float64 for integers
     return out.dclass
@@ -520,24 +524,82 @@ def _ints(dclass) -> bool:
                                   numpy.dtype(dclass[1]).kind in "iub")
 
 
-@functools.lru_cache(maxsize=256)
-def _ufunc_of_ints(prim, dclass, nin: int):
-    """The dtype numpy's ufunc of `prim` gives of `nin` operands of integer or bool dtype
-    class `dclass`, asked of numpy itself; None where `prim` is not such a ufunc, the
-    dtype is not one of those or not known, or numpy has no loop for it."""
-    if not _ints(dclass):
-        return None
-    name = getattr(prim.impl, "__name__", None) if prim.elementwise else None
-    f = getattr(numpy, name, None) if name else None
-    if not isinstance(f, numpy.ufunc) or f.nout != 1 or f.nin != nin or \
-            getattr(numpy, f.__name__, None) is not f:
-        return None
-    dt = numpy.dtype(bool) if dclass == ("bool",) else numpy.dtype(dclass[1])
-    with numpy.errstate(all="ignore"):
+# the derivatives of products (`matmul_grad_a`...): of integers, numpy's int64
+_PRODUCT_HELPERS = ("_grad_a", "_grad_b")
+
+
+def _known_dtype(dclass):
+    """The numpy dtype of a dtype class that names one, else None."""
+    if dclass == ("bool",):
+        return numpy.dtype(bool)
+    if isinstance(dclass, tuple) and len(dclass) == 2 and isinstance(dclass[1], str):
+        return numpy.dtype(dclass[1])
+    return None
+
+
+def _operand_key(a, floating=None):
+    """What decides the dtype an elementwise op gives of operand `a`, hashable: its dtype
+    (an array: `floating`, where given, for one of an unknown floating dtype), or its type
+    and value (a Python number: weak, NEP 50, and numpy refuses one out of an integer
+    dtype's range), or None where that is not known."""
+    if isinstance(a, Var):
+        if a.kind == "meta":
+            return ("py", "int", 1)  # (an int known when the code runs: a size, an index)
+        dt = _known_dtype(a.dclass) if a.kind == "array" else None
+        if dt is None and floating is not None and a.kind == "array" and \
+                floating_dclass(a.dclass):
+            dt = numpy.dtype(floating)
+        return None if dt is None else ("array", dt.str)
+    if type(a) in (int, float, bool):
+        return ("py", type(a).__name__, a)
+    if isinstance(a, (numpy.ndarray, numpy.generic)) and a.dtype.kind in "biufc":
+        return ("array" if isinstance(a, numpy.ndarray) else "scalar", a.dtype.str)
+    return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _asked(prim, keys: tuple, params: tuple):
+    """The dtype `prim` gives of operands described by `keys` (`_operand_key`), asked of
+    its own implementation on one-element arrays: exact by construction, for numpy's
+    ufuncs and scipy.special's alike (scipy's xlogy of a float32 array and a Python float
+    is float64, numpy's multiply float32). None where the call fails (numpy refuses the
+    operands: the program's own call fails the same way)."""
+    reps = []
+    for k in keys:
+        if k[0] == "py":
+            reps.append(k[2])
+        elif k[0] == "scalar":
+            reps.append(numpy.ones((), numpy.dtype(k[1]))[()])
+        else:
+            reps.append(numpy.ones(1, numpy.dtype(k[1])))
+    import warnings
+
+    with numpy.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         try:
-            return f(*[numpy.ones(1, dt)] * nin).dtype
-        except TypeError:  # (no loop for it: numpy refuses the call)
+            made = prim.impl(*reps, **dict(params))
+        except Exception:  # noqa: BLE001 (no claim: numpy decides at run time)
             return None
+    dt = getattr(made, "dtype", None)
+    return dt if isinstance(dt, numpy.dtype) and dt.kind in "biufc" else None
+
+
+def _asked_dclass(prim, args, params, floating=None):
+    """The dtype class of `prim(*args, **params)` asked of the op (`_asked`), where every
+    operand's dtype is known (with `floating`: an operand of an unknown floating dtype
+    taken as that one) and one at least is an array; else None."""
+    keys = tuple(_operand_key(a, floating) for a in args)
+    if None in keys or not any(k[0] == "array" for k in keys):
+        return None
+    try:
+        ps = tuple(sorted(params.items()))
+        hash(ps)
+    except TypeError:
+        return None
+    dt = _asked(prim, keys, ps)
+    if dt is None:
+        return None
+    return ("bool",) if dt.kind == "b" else dtype_class(dt)
 
 
 def _constant_dtypes(prim, args) -> tuple:
@@ -595,34 +657,47 @@ def floating_dclass(dclass) -> bool:
 _ARRAY_FIRST = frozenset({"clip"})
 
 
-def _elementwise_dclass(prim, args, out):
-    """The dtype class of an elementwise result. The operands' class only when numpy keeps
-    that dtype: a floating dtype with Python scalars (weak, NEP 50), or any dtype for ops
+def _elementwise_dclass(prim, args, out, params=None):
+    """The dtype class of an elementwise result. Where its arrays' dtype is one and every
+    operand's is known (a specialized variant's), numpy's own answer (`_asked_dclass`).
+    Otherwise the operands'
+    class only when the op keeps that dtype: a floating dtype with Python scalars (weak,
+    NEP 50), where the op does so for float32 and float64 alike (numpy's ufuncs do;
+    scipy's xlogy of a float32 array and a Python float is float64), or any dtype for ops
     that keep it with no scalar in the way; `2 * n` for an int array n is an int array but
     `n / 3` is float64, so claiming n's class would let codegen write `n /= 3`.
 
     (Complexity about 26: numpy's promotion rules, case by case; kept in one place.)"""
     if not prim.differentiable and prim.dtype is None:  # (a predicate)
         return ("bool",)
+    params = params or {}
+    # (operands of one dtype, and Python numbers: a product of arrays of two dtypes keeps
+    # no claim, so that a rewrite may still fold a number spread into a product, see
+    # optimize._forgets_dtype)
+    if len({a.dclass for i, a in enumerate(args) if isinstance(a, Var) and
+            a.kind == "array" and not (i in prim.nondiff and a.dclass == ("bool",))}) == 1:
+        asked = _asked_dclass(prim, args, params)
+        if asked is not None:
+            return asked
     # where's condition (an input with no derivative) gives the result no dtype
     operands = [a for i, a in enumerate(args) if i not in prim.nondiff]
     data = [a for a in operands if isinstance(a, Var) and a.kind == "array"]
     scalars = [a for a in operands if not (isinstance(a, Var) and a.kind == "array")]
-    if data and len({a.dclass for a in data}) == 1:
+    # (an operand with no derivative takes part in numpy's promotion, the sign of
+    # copysign; but a mask, where's condition, widens no dtype)
+    others = [a for i, a in enumerate(args) if i in prim.nondiff and
+              not (isinstance(a, Var) and a.dclass == ("bool",)) and type(a) is not bool]
+    if data and len({a.dclass for a in data}) == 1 and not others:
         d = data[0].dclass
         weak = all(type(a) in (int, float, bool) or (isinstance(a, Var) and a.kind == "meta")
                    for a in scalars) and not (prim.name in _ARRAY_FIRST and args and
                                               not isinstance(args[0], Var))
-        if weak and floating_dclass(d):
+        if weak and floating_dclass(d) and all(
+                _asked_dclass(prim, args, params, w) == dtype_class(w)
+                for w in ("float32", "float64")):
             return d
-        if not scalars and prim.dtype in ("same", "float"):
-            # (of integers and bools: what numpy's ufunc gives, asked of numpy: np.sin of
-            # int64 is float64, of int8 float16; np.square of a bool is int8)
-            made = _ufunc_of_ints(prim, d, len(data))
-            if made is not None:
-                return ("bool",) if made.kind == "b" else dtype_class(made)
-            if prim.dtype == "same" and not _ints(d):
-                return d
+        if not scalars and prim.dtype == "same" and not _ints(d):
+            return d
     if prim.dtype == "float" or any(
             type(a) is float or (isinstance(a, Var) and a.kind == "array" and
                                  floating_dclass(a.dclass)) for a in operands):

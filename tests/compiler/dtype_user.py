@@ -157,3 +157,56 @@ def squared_masks(x):
 
 def sines_of_counts(x, k):
     return np.sum(np.sin(k) * x + np.sqrt(k) * x * x)
+
+
+def scaled_xlogy(x):
+    """scipy.special.xlogy of a float32 array and a Python float is float64 (scipy's
+    promotion, not numpy's weak scalar): 1e40 fits."""
+    import scipy.special
+
+    y = scipy.special.xlogy(x, 3.0) * 1e30 * 1e10
+    return np.sum(np.log(y[1:] + y[:-1]))
+
+
+def scaled_copysign(x, s):
+    """np.copysign of a float32 x and a float64 sign is float64."""
+    y = np.copysign(x, s) * 1e30 * 1e10
+    return np.sum(np.log(y[1:] + y[:-1]))
+
+
+def trigamma_sum(x):
+    import scipy.special
+
+    return np.sum(scipy.special.polygamma(1, x) * 2.0)
+
+
+def any_plus_all(x, m):
+    """np.any(m) + np.all(m) is numpy's bool True: x times 1."""
+    return np.sum(x * (m.any() + m.all()))
+
+
+def product_of_two_counts(x, k):
+    return np.sum(x * (k[0] * k[1]))
+
+
+def sum_of_two_flags(x, m):
+    return np.sum(x * (m[0] + m[1]))
+
+
+def squared_largest(x, k):
+    return np.sum(x * (k.max() * k.max()))
+
+
+def smallest_plus_100(x, k):
+    return np.sum(x * (k.min() + 100))
+
+
+def difference_of_counts(x, k):
+    return np.sum(x * (k[0] - k[1]))
+
+
+def running_product(x, k):
+    acc = k[0]
+    for i in range(1, 5):
+        acc = acc * k[i]
+    return np.sum(x * acc)

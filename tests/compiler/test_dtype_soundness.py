@@ -263,3 +263,73 @@ def _has_numba() -> bool:
     except ImportError:
         return False
     return True
+
+
+@pytest.mark.parametrize("fn,extra", [("scaled_xlogy", ()), ("scaled_copysign", ("ones",)),
+                                      ("trigamma_sum", ())])
+@pytest.mark.parametrize("n", [7, 300_000])
+def test_scipys_and_a_sign_operands_promotion(fn, extra, n):
+    """What scipy.special's functions give of a float32 array and a Python number
+    (float64), and copysign of float32 and float64 (float64), is asked of the functions
+    themselves: claimed float32, a large variant's blocks were float32 arrays, 1e40 was
+    inf there and the gradient 0, and trigamma's gradient came back float64 from the
+    third call on."""
+    pytest.importorskip("scipy")
+    import warnings
+
+    f = getattr(U, fn)
+    x = np.linspace(0.5, 1.5, n, dtype=np.float32)
+    args = (x,) + tuple(np.ones(n) for _ in extra)
+    want = srcgrad.grad(f, cache=False, specialize=False)(*args)
+    g = srcgrad.grad(f, cache=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for _ in range(4):  # (the variant from the third call)
+            got = g(*args)
+            assert got.dtype == want.dtype == np.float32
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    if fn != "trigamma_sum" and n > 1000:  # (neighbours nearly equal: 1/x at the ends)
+        np.testing.assert_allclose(got[:3], [1.0, 2.0, 2.0], rtol=1e-4)
+
+
+def test_numba_refuses_arithmetic_on_the_bools_of_any_and_all():
+    """m.any() + m.all(): numpy's bools add to True; numba's to 2 (np.any's result had no
+    dtype in the IR, and numba's refusal of bool arithmetic looks at known dtypes): the
+    numpy code runs, with a warning."""
+    if not _has_numba():
+        pytest.skip("numba is not installed")
+    import warnings
+
+    x, m = np.ones(5), np.ones(5, bool)
+    g = srcgrad.grad(U.any_plus_all, cache=False, backend="numba")
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        got = g(x, m)
+    np.testing.assert_array_equal(got, np.ones(5))
+    assert any("numpy code instead" in str(w.message) for w in seen)
+
+
+K8 = np.array([100, 100, 3, 4, 5], np.int8)
+
+
+@pytest.mark.parametrize("fn,k", [
+    ("product_of_two_counts", K8), ("sum_of_two_flags", np.ones(5, bool)),
+    ("squared_largest", K8), ("smallest_plus_100", K8),
+    ("difference_of_counts", np.array([10, 20, 3, 4, 5], np.uint8)),
+    ("running_product", K8)])
+def test_numbers_read_from_small_integer_arrays_keep_numpys_dtype_under_numba(fn, k):
+    """An element, the max or min of an int8, uint8 or bool array is numpy's int8, uint8 or
+    bool scalar, whose arithmetic wraps (100 * 100 is 16) or stays bool (True + True is
+    True); numba computes it in int64 (10000, 2). The whole small function compiled by
+    numba gave numba's numbers, silently; now the numpy code runs."""
+    if not _has_numba():
+        pytest.skip("numba is not installed")
+    import warnings
+
+    f = getattr(U, fn)
+    x = np.ones(5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # (numpy's overflow; the fallback)
+        want = srcgrad.grad(f, cache=False, specialize=False)(x, k)
+        got = srcgrad.grad(f, cache=False, backend="numba")(x, k)
+    np.testing.assert_array_equal(got, want)
