@@ -368,6 +368,8 @@ class _Module:
         def function(name, cone, returns, doc):
             made = {o.id for q in cone for o in q.outs}
             args = {a.id for q in cone for a in q.var_ins() if a.id not in made}
+            # (a term that is all shared, two equal terms: it returns its operand)
+            args |= {v.id for v in iter_vars(returns) if v.id not in made}
             operands = [a for a in list(e.ins) + given if a.id in args]
             params = [src[a.id] if a.id in src else shared_name(a) for a in operands]
             sub = _Namer(self.local_reserved | set(params))
@@ -1419,7 +1421,7 @@ class _BlockCtx:
                 k = next(k for k in terms if k in members and places[k][0][0] == min(ks))
                 halo = (max(ks) - min(ks), 0)
                 sliced = [operand(a, src, k, halo) for a, src in args]
-                pre.append(f"{', '.join(given[v.id] for v in outs)} = "
+                pre.append(f"{', '.join(shared_name(v) for v in outs)} = "
                            f"{fn}({', '.join(sliced)})")
             for k in terms:
                 fn, args = calls[k]
@@ -2627,6 +2629,17 @@ def _shared_cones(e, cones) -> list:
         need: set = set()
         for v in given.values():
             need.update(id(q) for q in _cone(region, v))
+        # (what the group computes besides: a term's own value it needs on the way, the
+        # cotangent both of two equal terms are, is handed to the terms too)
+        by_need = {o.id: o for q in region.eqns if id(q) in need for o in q.outs}
+        for k in members:
+            for q in cones[k]:
+                if id(q) not in need:
+                    for a in q.var_ins():
+                        if a.id in by_need:
+                            given.setdefault(a.id, a)
+            if region.outs[k].id in by_need:
+                given.setdefault(region.outs[k].id, region.outs[k])
         found.append((members, [q for q in region.eqns if id(q) in need],
                       list(given.values())))
     return found

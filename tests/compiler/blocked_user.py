@@ -76,3 +76,15 @@ def long_chain(x):
     k = np.sin(h) * e
     m = np.tanh(k + e)
     return np.sum(np.sqrt(m * m + 2.0) * a)
+
+
+def repeated_term(x, w=0.7):
+    """The same term twice (t0 and t2 are one value): two equal terms of the sum of
+    shifted slices its gradient is."""
+    u, v = x, x
+    t0 = np.tanh(u - w * v)
+    u, v = x[:-1], x[:-1]
+    t1 = u * v
+    u, v = x, x
+    t2 = np.tanh(u - w * v)
+    return np.sum(t0) + np.sum(t1) + np.sum(t2)

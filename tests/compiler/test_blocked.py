@@ -286,3 +286,17 @@ def test_a_region_holding_many_arrays_takes_smaller_blocks():
     assert peak <= 1.25 * fusion.LIVE_ELEMENTS * 8, peak
     src = srcgrad.grad(U.softplus_energy, wrt=(0, 1), cache=False).specialized_source(x, x)
     assert f"# {fusion.BLOCK} elements at a time" in src
+
+
+@pytest.mark.parametrize("n", [9, 12])
+def test_equal_terms_of_a_sum_of_shifted_slices(tiny_blocks, n):
+    """Two equal terms (the cotangent of t0 and of t2, one value): what they share holds
+    each term's own value too; that value was computed inside the shared function and never
+    handed out (KeyError in codegen: the variant failed to build and the polymorphic code
+    ran, with a warning)."""
+    x = np.linspace(-1.0, 1.0, n)
+    g = srcgrad.grad(U.repeated_term, cache=False)
+    src, got = variant(g, x)
+    assert "a sum of shifted slices" in src, src
+    assert_same(got, srcgrad.grad(U.repeated_term, specialize=False, cache=False)(x))
+    fd_check(U.repeated_term, (x,), (0,), (got,))
