@@ -1967,6 +1967,15 @@ class Lowerer(Protocols):
         if isinstance(obj, _Super):
             return self.super_attr(obj, name, node)
         if isinstance(obj, Var):
+            if obj.id in self.b.instances:  # (before the array's: `info.max` of np.iinfo)
+                raise self.error(
+                    f"`{verbatim.as_written(self, node)}` reads the attribute {name!r} of "
+                    f"`{verbatim.as_written(self, node.value)}`, a "
+                    f"{self.b.instances[obj.id]} object made when the function runs: srcgrad "
+                    "runs the code that makes and changes it as written and does not follow "
+                    "its attributes; make the object outside the function (and differentiate "
+                    "its bound method, or pass it as an argument), or keep the values in "
+                    "local variables", node, UnknownFunctionError)
             if name in ATTRIBUTES:
                 return ATTRIBUTES[name](obj)
             if name in METHODS:
@@ -1987,14 +1996,6 @@ class Lowerer(Protocols):
                     "attribute: for an object's method, differentiate the bound method "
                     "(`srcgrad.grad(model.loss)`, which reads the object's attributes), or "
                     "pass the values it needs as arguments", node, UnknownFunctionError)
-            if obj.id in self.b.instances:
-                raise self.error(
-                    f"`{ast.unparse(node)}` reads the attribute {name!r} of `{obj.hint}`, a "
-                    f"{self.b.instances[obj.id]} object made when the function runs: srcgrad "
-                    "runs the code that makes and changes it as written and does not follow "
-                    "its attributes; make the object outside the function (and differentiate "
-                    "its bound method, or pass it as an argument), or keep the values in "
-                    "local variables", node, UnknownFunctionError)
             raise self.error(f"arrays have no supported attribute or method {name!r} here",
                              node, UnknownFunctionError)
         if type(obj) in (float, int, bool) and not hasattr(obj, name) and (

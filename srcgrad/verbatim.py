@@ -748,17 +748,17 @@ def _describe(low, call) -> str:
 def _call_name(low, call) -> str:
     f = low.peek(call.func)
     if isinstance(f, low.RunTimeAttr):
-        return _as_written(low, call.func)
+        return as_written(low, call.func)
     name = getattr(f, "__qualname__", None) or getattr(f, "__name__", None)
     if name is None or not isinstance(name, str):
-        name = _as_written(low, call.func)
+        name = as_written(low, call.func)
     else:
         mod = getattr(f, "__module__", None)
         name = f"{mod}.{name}" if isinstance(mod, str) and mod != "builtins" else name
     return name
 
 
-def _as_written(low, node) -> str:
+def as_written(low, node) -> str:
     """`node`'s source, the calls hoisted out of its statement (`hoist`) as the user
     wrote them (`Waves(f, p).loss`, not the name their result was given)."""
     text = ast.unparse(node)
@@ -974,7 +974,7 @@ def hoist(low, node) -> "ast.stmt | None":
         hint = _callee_name(call.func) or "value"
         key = f"{hint}.{len(taken)}.{id(node)}"
         taken[_where(call)] = key
-        low.__dict__.setdefault("hoisted_calls", {})[key] = _as_written(low, call)
+        low.__dict__.setdefault("hoisted_calls", {})[key] = as_written(low, call)
         assign = ast.copy_location(ast.Assign(targets=[ast.Name(id=key, ctx=ast.Store())],
                                               value=call), call)
         stage(low, assign, _describe(low, call), hints={key: hint},
@@ -1209,15 +1209,19 @@ class Raised(Exception):
 
 def _instance_made(low, node) -> "str | None":
     """The name of the class `name = C(...)` makes where C is a class written in Python
-    (not numpy's or the builtins'), else None."""
+    or a class of numpy's or scipy's other than arrays, scalars and dtypes (`np.iinfo`),
+    not the builtins', else None."""
     if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
         return None
     c = _callee(low, node.value.func)
     if not isinstance(c, type):
         return None
     mod = str(getattr(c, "__module__", ""))
-    if mod.startswith(("builtins", "numpy", "scipy", "runtime", "srcgrad")):
+    if mod.startswith(("builtins", "runtime", "srcgrad")):
         return None
+    if mod.startswith(("numpy", "scipy")) and \
+            issubclass(c, (numpy.ndarray, numpy.generic, numpy.dtype)):
+        return None  # (numpy's arrays and scalars; np.iinfo(t) is an object of its own)
     return c.__name__
 
 

@@ -98,3 +98,17 @@ def shifted_loss(model, x):
 
 def clipped_loss(x):
     return np.sum(x.clip(-1.0, 1.5) ** 2) + np.sum(x.cumsum())
+
+
+def scaled_by_int8_max(x):
+    return np.sum(x * np.iinfo(np.int8).max)
+
+
+def shifted_by_int16_range(x):
+    info = np.iinfo(np.int16)
+    return np.sum(x * info.max + info.min)
+
+
+def scaled_by_a_numpy_scalar_made_here(x):
+    s = np.float64(2.5)
+    return np.sum(x * s) + np.float32(1.5) * np.sum(x)

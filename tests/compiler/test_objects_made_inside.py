@@ -50,3 +50,22 @@ def test_an_arguments_method_by_a_name_arrays_lack_is_refused():
 
 def test_an_array_method_that_is_an_op_compiles():
     check_grad(U.clipped_loss, (X.copy(),), 0)
+
+
+@pytest.mark.parametrize("fn,line", [
+    (U.scaled_by_int8_max, "np.iinfo(np.int8).max"),
+    (U.shifted_by_int16_range, "info.max"),
+])
+def test_an_attribute_of_numpys_info_object_made_in_the_function_is_refused(fn, line):
+    """np.iinfo(t) made in the function runs as written: its `.max` was taken for the
+    array method max, and codegen failed with an internal TypeError ("no literal spelling
+    for _BoundMethod"). It is refused at its line, as an object made there."""
+    with pytest.raises(SrcgradError) as info:
+        srcgrad.grad(fn)(X.copy())
+    text = str(info.value)
+    assert f"`{line}` reads the attribute 'max'" in text and "iinfo object" in text, text
+    assert "objects_made_inside_user.py" in text and "outside the function" in text
+
+
+def test_numpy_scalars_made_in_the_function_are_numbers():
+    check_grad(U.scaled_by_a_numpy_scalar_made_here, (X.copy(),), 0)
