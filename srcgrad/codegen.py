@@ -491,7 +491,11 @@ class _Emitter:
             # (numpy's scalar, not a weak Python number: with a float32 array, or Python
             # numbers only, the result's type is numpy's; ~np.True_ is False, ~True is -2)
             return f"{self.mod.g('np')}.{type(v).__name__}({self.mod.fixed(literal(v))})"
-        text = self.mod.fixed(literal(v))
+        try:
+            text = self.mod.fixed(literal(v))
+        except TypeError as err:  # (an object no op took reached the code: srcgrad's bug,
+            # reported as an InternalError at the user's function, not as an argument error)
+            raise RuntimeError(f"codegen: {err}") from err
         return f"({text})" if text.startswith("-") else text
 
     def item_src(self, v) -> str:

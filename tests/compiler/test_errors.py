@@ -332,3 +332,24 @@ def test_numpy_function_that_needs_ranks_explains_itself():
         srcgrad.grad(uses_norm_ord, cache=False)(np.ones(3))
     check_location(info.value, "norm", "np.linalg.norm", SrcgradError)
     assert "numpy.linalg.norm" in info.value.msg and "axis=" in info.value.msg
+
+
+def test_an_object_that_reaches_the_generated_code_is_an_internal_error_at_the_function(
+        monkeypatch):
+    """codegen's `literal` of an object it cannot spell raised a bare TypeError, which the
+    build passes on as an argument error: an internal traceback with no line of the user's.
+    It is an InternalError that names the function."""
+    from srcgrad import codegen
+
+    def refuse(v):
+        raise TypeError(f"no literal spelling for {type(v).__name__}")
+
+    monkeypatch.setattr(codegen, "literal", refuse)
+
+    def f(x):
+        return np.sum(x * 2.0)
+
+    from srcgrad.errors import InternalError
+
+    with pytest.raises(InternalError, match=r"(?s)no literal spelling.*test_errors\.py"):
+        srcgrad.grad(f, cache=False)(np.ones(3))
