@@ -1177,6 +1177,14 @@ class _BlockCtx:
                     lines.append(f"{ind}{self.name(o)} = {em.src(x)}.astype({dt})")
                 else:  # (a number, or a scalar numba holds as one: no .astype)
                     lines.append(f"{ind}{self.name(o)} = {dt}({em.src(x)})")
+            elif _compiled_body(em.mod) and e.prim is _shapes.astype and \
+                    _numba_dtype(e.ins[1]) is not None:
+                # (numba's astype and asarray take a dtype object, not its name)
+                x, dt = e.ins[0], f"{em.mod.g('np')}.{_numba_dtype(e.ins[1])}"
+                if isinstance(x, Var) and loop_shape(x) != ():
+                    lines.append(f"{ind}{self.name(o)} = {em.src(x)}.astype({dt})")
+                else:
+                    lines.append(f"{ind}{self.name(o)} = {dt}({em.src(x)})")
             elif _compiled_body(em.mod) and e.prim is _shapes.expand_dims and \
                     isinstance(e.params.get("axis"), (tuple, list)) and \
                     loop_shape(e.ins[0]) is not None:
@@ -2767,6 +2775,20 @@ def _minus(text: str, k: int) -> str:
         if not k:
             return text
         return f"({text}) - {k}" if not text.isidentifier() else f"{text} - {k}"
+
+
+def _numba_dtype(dt) -> "str | None":
+    """numpy's name of the scalar type of dtype `dt` (a name, a type, a dtype) as numba
+    takes it (`float64`, `bool_`), or None for a dtype numba's loops do not hold."""
+    if isinstance(dt, Var):
+        return None
+    try:
+        d = numpy.dtype(dt)
+    except TypeError:
+        return None
+    if not d.isnative or d.kind not in "biuf":
+        return None
+    return "bool_" if d.kind == "b" else d.name
 
 
 def _jit_scatter(e) -> bool:

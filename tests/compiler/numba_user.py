@@ -237,3 +237,12 @@ def gated(x, y):
     outside = ~inside
     flip = (x < 0.5) ^ (y > 0.0)
     return np.sum(np.where(inside, x * y, 0.0)) + np.sum(np.where(outside | flip, y * y, x))
+
+
+def relu_mask(x):
+    m = (x > 0).astype(float)
+    return np.sum(m * x * x)
+
+
+def counts_as_floats(x, k):
+    return np.sum(x * k.astype(np.float64)) + np.sum(x * np.asarray(k, dtype=np.float64))

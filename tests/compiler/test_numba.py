@@ -913,3 +913,15 @@ def test_masks_combined_with_and_or_xor_and_not_compile(n):
     g = srcgrad.grad(U.gated, wrt=(0, 1), backend="numba")
     got, _ = compiled_without_warning(g, x, y)
     assert_same(got, srcgrad.grad(U.gated, wrt=(0, 1), specialize=False)(x, y))
+
+
+@pytest.mark.parametrize("n", [7, jit.STREAMING + 5])
+def test_astype_to_a_dtype_by_name_compiles(n):
+    """`.astype(float)`, `np.asarray(k, dtype=np.float64)`: the generated code named the
+    dtype ('float64'), which numba's astype and asarray do not take (the numpy code ran,
+    with a warning about 'UnicodeType')."""
+    x, k = np.linspace(-1.0, 1.0, n), np.arange(n) % 7
+    for fn, args in ((U.relu_mask, (x,)), (U.counts_as_floats, (x, k))):
+        g = srcgrad.grad(fn, backend="numba")
+        got, _ = compiled_without_warning(g, *args)
+        assert_same(got, srcgrad.grad(fn, specialize=False)(*args))
