@@ -2630,12 +2630,7 @@ def _shared_cones(e, cones) -> list:
                   all(loop_shape(o) == extent and o.id not in outs for o in q.outs)}
         made = {o.id for k in members for q in cones[k] if id(q) in common for o in q.outs}
         given: dict = {}
-        for k in members:
-            for q in cones[k]:
-                if id(q) not in common:
-                    for a in q.var_ins():
-                        if a.id in made:
-                            given.setdefault(a.id, a)
+        _read_by(cones, members, common, made, given)
         if not given:
             continue
         need: set = set()
@@ -2644,17 +2639,24 @@ def _shared_cones(e, cones) -> list:
         # (what the group computes besides: a term's own value it needs on the way, the
         # cotangent both of two equal terms are, is handed to the terms too)
         by_need = {o.id: o for q in region.eqns if id(q) in need for o in q.outs}
+        _read_by(cones, members, need, by_need, given)
         for k in members:
-            for q in cones[k]:
-                if id(q) not in need:
-                    for a in q.var_ins():
-                        if a.id in by_need:
-                            given.setdefault(a.id, a)
             if region.outs[k].id in by_need:
                 given.setdefault(region.outs[k].id, region.outs[k])
         found.append((members, [q for q in region.eqns if id(q) in need],
                       list(given.values())))
     return found
+
+
+def _read_by(cones, members, inside: set, made, given: dict) -> None:
+    """Add to `given` each value of `made` (ids) that an equation of the `members`' cones
+    outside `inside` (ids of equations) reads."""
+    for k in members:
+        for q in cones[k]:
+            if id(q) not in inside:
+                for a in q.var_ins():
+                    if a.id in made:
+                        given.setdefault(a.id, a)
 
 
 def _emit_placed(mod: _Module, e, params, body: list):
