@@ -138,9 +138,9 @@ class _F64(float):
 def _f64_operands(eqns, found: set) -> None:
     """Mark each Python number operand of `_F64_OPS` whose other operand is a float64 array of
     one dimension or more, of a shape and dtype the IR knows (a numpy variant's), in `eqns`
-    and their nested blocks and regions (their values added to `found`): numpy's result is then float64 either way, and its
-    values the same (an int is converted to float64 first in both cases; only ints below
-    2**53, which convert exactly, are marked)."""
+    and their nested blocks and regions (their values added to `found`): numpy's result is
+    then float64 either way, and its values the same (an int is converted to float64 first
+    in both cases; only ints below 2**53, which convert exactly, are marked)."""
     for e in eqns:
         if e.prim in _F64_OPS and len(e.ins) == 2:
             ins = list(e.ins)
