@@ -370,6 +370,15 @@ def known(shape: tuple) -> tuple:
 
 def dtype_class(dtype) -> tuple:
     """The dtype class of values of this one dtype (floating ones marked as such)."""
+    try:
+        return _dtype_class_of(dtype)
+    except TypeError:  # (unhashable: numpy's own error, or a class made of it)
+        return _dtype_class_of.__wrapped__(dtype)
+
+
+@functools.lru_cache(maxsize=512)
+def _dtype_class_of(dtype) -> tuple:
+    # (asked for each op of every function compiled: numpy.dtype() costs a microsecond)
     dtype = numpy.dtype(dtype)
     return ("f" if dtype.kind == "f" else "k", dtype.str)
 
@@ -528,6 +537,7 @@ def _ints(dclass) -> bool:
 _PRODUCT_HELPERS = ("_grad_a", "_grad_b")
 
 
+@functools.lru_cache(maxsize=512)
 def _known_dtype(dclass):
     """The numpy dtype of a dtype class that names one, else None."""
     if dclass == ("bool",):
@@ -548,7 +558,7 @@ def _operand_key(a, floating=None):
         dt = _known_dtype(a.dclass) if a.kind == "array" else None
         if dt is None and floating is not None and a.kind == "array" and \
                 floating_dclass(a.dclass):
-            dt = numpy.dtype(floating)
+            dt = _known_dtype(("k", floating))
         return None if dt is None else ("array", dt.str)
     if type(a) in (int, float, bool):
         return ("py", type(a).__name__, a)
