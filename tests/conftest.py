@@ -13,6 +13,14 @@ replays them first the next time it runs (what one wants while fixing them), wit
 breaking a default run. A failing example is reproduced from what hypothesis prints (the
 falsifying example and `@reproduce_failure`), not from the database.
 
+The numba backend compiles each program for one to fifteen seconds: the default run takes a
+sample of the tests that compile with it (every third parametrization of each such test:
+the ones parametrized with the backend "numba", and those of the test_numba*.py modules),
+and of the tests marked `sampled` (the corpus on dask); `--all-cases` or the deep profile
+takes every one (CI runs them all):
+
+    python -m pytest --all-cases -k "numba or sampled"
+
 At the end of a session that ran feature programs (tests/compiler/test_property.py), a table counts
 per feature tag the programs generated, checked and refused (programs.feature_summary).
 
@@ -21,6 +29,7 @@ never reads or writes ~/.cache/srcgrad and tests cannot see each other's cache f
 """
 from __future__ import annotations
 
+import collections
 import os
 import sys
 
@@ -66,3 +75,50 @@ def pytest_terminal_summary(terminalreporter):
                                         "only with a location)")
         for line in lines:
             terminalreporter.write_line(line)
+
+
+# ---- the default run's sample of the numba items -----------------------------------------
+
+#: the default run takes every SAMPLE-th parametrization of a test that compiles with numba
+SAMPLE = 3
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "sampled: the default run takes every %d-th parametrization (see "
+                   "tests/conftest.py); --all-cases every one" % SAMPLE)
+
+
+def pytest_addoption(parser):
+    parser.addoption("--all-cases", action="store_true", default=False,
+                     help="run every parametrization of the tests that compile with numba "
+                          "(the default run takes every %d-th; the deep profile all)" % SAMPLE)
+
+
+def _sampled(item) -> bool:
+    """A parametrized test item of the default run's sample: marked `sampled`, or one that
+    compiles with the numba backend (a `numba` parameter value, a test_numba*.py module)."""
+    spec = getattr(item, "callspec", None)
+    if spec is None:
+        return False
+    return item.get_closest_marker("sampled") is not None or any(isinstance(v, str) and v == "numba" for v in spec.params.values()) or \
+        os.path.basename(str(item.path)).startswith("test_numba")
+
+
+def pytest_collection_modifyitems(config, items):
+    """The default run's sample (see the module's docstring); the same items every run."""
+    if config.getoption("--all-cases") or settings.default.max_examples >= 1000:
+        return
+    seen = collections.Counter()
+    keep, drop = [], []
+    for item in items:
+        if _sampled(item):
+            key = (str(item.path), getattr(item, "originalname", item.name))
+            seen[key] += 1
+            if (seen[key] - 1) % SAMPLE:
+                drop.append(item)
+                continue
+        keep.append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep

@@ -1,7 +1,7 @@
 """The numba backend (`grad(f, backend="numba")`, srcgrad.jit).
 
-Every corpus program (every third one by default; all of them with the deep hypothesis
-profile, as CI runs it) and every elementwise op a fused loop may contain is run through the
+Every corpus program (every third one by default, tests/conftest.py; all of them with
+`--all-cases` or the deep hypothesis profile, as CI runs it) and every elementwise op a fused loop may contain is run through the
 backend and compared with the numpy backend (to 1e-10, float64); the benchmark-style
 programs must compile without falling back; reductions written as loops keep numpy's
 semantics (axes, keepdims, NaN); what numba cannot compile falls back to numpy with a
@@ -15,7 +15,6 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import settings
 
 import srcgrad
 from srcgrad import jit
@@ -510,13 +509,11 @@ def test_a_later_process_loads_numbas_cache(tmp_path):
 # ---- the corpus ---------------------------------------------------------------------------
 
 # numba compiles each program for a second or more: the default run takes every third
-# corpus program, the deep profile (and CI) every one
-_DEEP = settings.default.max_examples >= 1000
+# corpus program (tests/conftest.py), `--all-cases` and the deep profile (and CI) every one
 _CORPUS = [c for c in C.CASES if not c.xfail]
 
 
-@pytest.mark.parametrize("case", [pytest.param(c, id=c.id)
-                                  for c in (_CORPUS if _DEEP else _CORPUS[::3])])
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in _CORPUS])
 def test_corpus_through_numba(case):
     """Each corpus program at its first input: the numba backend (compiled, or fallen
     back to numpy with a warning) gives what the numpy backend gives."""
@@ -528,8 +525,7 @@ def test_corpus_through_numba(case):
     assert_same(got, want, case.id)
 
 
-@pytest.mark.parametrize("case", [pytest.param(c, id=c.id)
-                                  for c in (_CORPUS if _DEEP else _CORPUS[1::6])])
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in _CORPUS])
 def test_corpus_through_numba_large_form(case, monkeypatch):
     """Each corpus program in the large-array form (scratch arrays reused across calls),
     called twice: the second call gives what numpy gives and leaves the first call's

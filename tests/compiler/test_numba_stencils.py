@@ -95,7 +95,7 @@ def test_the_pieces_cover_every_element_once():
 # ---- random stencils ------------------------------------------------------------------------
 
 # numba compiles each program for a second or more: few by default, more in the deep profile
-_N = 12 if settings.default.max_examples < 1000 else 150
+_N = 6 if settings.default.max_examples < 1000 else 150
 
 
 @pytest.fixture(scope="module")

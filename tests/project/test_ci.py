@@ -1,5 +1,5 @@
 """The CI script runs what README.md advertises: the install and test command first, then
-the deep property tests."""
+the deep property tests and every case the default run leaves out."""
 import os
 import re
 
@@ -24,11 +24,11 @@ def test_ci_runs_the_readme_test_command_first():
     assert tests[0] == block
 
 
-def test_ci_runs_the_deep_property_tests_the_readme_names():
+def test_ci_runs_the_deeper_tests_the_readme_names():
     readme = " ".join(_read("README.md").split())
-    deep = ["python -m pytest tests/compiler/test_property.py --hypothesis-profile=deep",
-            "python -m pytest tests/compiler/test_numba.py -k corpus "
-            "--hypothesis-profile=deep"]
+    deep = ["python -m pytest -n auto tests/compiler/test_property.py "
+            "--hypothesis-profile=deep",
+            'python -m pytest -n auto --all-cases -k "numba or sampled"']
     for command in deep:
         assert f"`{command}`" in readme
     tests = [c for c in _commands(_read(".ci/run")) if "pytest" in c]
@@ -43,3 +43,49 @@ def test_default_runs_never_replay_saved_examples():
     deep = settings.get_profile("deep").database
     assert os.path.join(ROOT, ".hypothesis") in str(getattr(deep, "path", ""))
     assert ".hypothesis/" in _read(".gitignore").split()
+
+
+class _Item:
+    def __init__(self, path, name, params=None, marked=False):
+        self.path, self.originalname, self.name = path, name, f"{name}[{params}]"
+        if params is not None:
+            self.callspec = type("Spec", (), {"params": params})()
+        self._marked = marked
+
+    def get_closest_marker(self, name):
+        return object() if self._marked and name == "sampled" else None
+
+
+class _Config:
+    def __init__(self, all_cases):
+        self.all_cases, self.dropped = all_cases, []
+        self.hook = type("Hook", (), {"pytest_deselected": lambda _, items:
+                                      self.dropped.extend(items)})()
+
+    def getoption(self, name):
+        assert name == "--all-cases"
+        return self.all_cases
+
+
+def test_the_default_run_takes_every_third_numba_case_and_all_cases_every_one():
+    import conftest
+
+    numba = [_Item("tests/compiler/test_x.py", "test_f", {"backend": "numba", "k": k})
+             for k in range(7)]
+    numpy = [_Item("tests/compiler/test_x.py", "test_f", {"backend": "numpy", "k": k})
+             for k in range(7)]
+    module = [_Item("tests/compiler/test_numba_x.py", "test_g", {"op": k}) for k in range(4)]
+    marked = [_Item("tests/compiler/test_y.py", "test_h", {"c": k}, marked=True)
+              for k in range(3)]
+    single = [_Item("tests/compiler/test_numba_x.py", "test_single")]
+    items = numba + numpy + module + marked + single
+    config = _Config(all_cases=False)
+    kept = list(items)
+    conftest.pytest_collection_modifyitems(config, kept)
+    assert kept == [numba[0], numba[3], numba[6]] + numpy + [module[0], module[3]] + \
+        [marked[0]] + single
+    assert len(config.dropped) == len(items) - len(kept)
+    config = _Config(all_cases=True)
+    everything = list(items)
+    conftest.pytest_collection_modifyitems(config, everything)
+    assert everything == items and not config.dropped
