@@ -462,6 +462,21 @@ class _Module:
         return self.g(name)
 
 
+#: `a.dot(b)` costs about 0.6 µs less to call than `a @ b`, but numpy's dot fills its new
+#: result with zeros before the product writes it (its cblas path): from this many elements
+#: of the result on, `@` is the faster (784x64 by 64x256: 0.26 ms against 0.35 on two cores)
+DOT_FILLS = 8192
+
+
+def _large_product(p, e) -> bool:
+    """Is `e` a matrix product whose result, of a known shape, has `DOT_FILLS` elements or
+    more (written `a @ b`, not `a.dot(b)`)?"""
+    if p is not _linalg.matmul:
+        return False
+    shape = loop_shape(e.outs[0])
+    return shape is not None and math.prod(shape) >= DOT_FILLS
+
+
 class _Emitter:
     def __init__(self, namer: _Namer, mod: _Module):
         self.namer = namer
@@ -565,7 +580,7 @@ class _Emitter:
             return self.spell(p, ins, e.params, call(self.mod.g("divide_numbers")))
         if p.array_spell is not None and getattr(self.mod, "array_methods", False) and \
                 self._arrays(e.ins[:1] if p.array_ndim is None else e.ins, p.array_ndim) \
-                and ins[0].isidentifier():  # (an ndarray, by name)
+                and ins[0].isidentifier() and not _large_product(p, e):  # (an ndarray, by name)
             return self.spell(p, ins, e.params, p.array_spell)
         return self.spell(p, ins, e.params)
 

@@ -656,3 +656,31 @@ def test_a_variant_planned_twice_keeps_its_numbers_as_arrays():
     assert "F64_0_5 = np.array(0.5)" in g.specialized_source(x, 2.0)
     np.testing.assert_allclose(got, finite_differences(U.shadows_a_builtin, [x, 2.0], 0),
                                rtol=1e-7)
+
+
+def _two_layers(W1, W2, X):
+    h = np.tanh(X @ W1)
+    return np.sum((h @ W2) ** 2)
+
+
+@pytest.mark.parametrize("rows", [4, 300])
+def test_a_large_matrix_product_is_written_with_the_operator_a_small_one_as_dot(rows):
+    """numpy's `a.dot(b)` fills its new result with zeros before the product writes it:
+    a variant writes a product whose result has DOT_FILLS elements or more `a @ b`, a
+    smaller one `a.dot(b)` (cheaper to call); the gradient is the general code's."""
+    from srcgrad import codegen
+
+    rng = np.random.default_rng(rows)
+    args = (rng.normal(size=(16, 32)), rng.normal(size=(32, 3)), rng.normal(size=(rows, 16)))
+    g = srcgrad.grad(_two_layers, wrt=(0, 1))
+    body = g.specialized_source(*args).split("return general", 1)[1]
+    products = re.findall(r"= (\w+)(\.dot\(| @ )(\w+)\)?$", body, re.M)
+    assert len(products) == 5, body  # X @ W1, h @ W2, and three in the gradient
+    # the results: X @ W1 and its cotangent rows x 32, h @ W2 rows x 3, the weights'
+    # cotangents 16 x 32 and 32 x 3
+    large = 2 if rows * 32 >= codegen.DOT_FILLS > rows * 3 else 0
+    assert sum(how == " @ " for _, how, _ in products) == large, body
+    want = srcgrad.grad(_two_layers, wrt=(0, 1), specialize=False)(*args)
+    for _ in range(3):
+        for got, ref in zip(g(*args), want):
+            np.testing.assert_allclose(got, ref, rtol=1e-12)
