@@ -780,13 +780,14 @@ def test_python_max_and_min_of_floats_compile_with_pythons_values(fn, rest):
 def test_a_loops_exp_tanh_and_logs_are_srcgrads_vectorized_ones():
     """A fused loop over float64 arrays calls srcgrad.jit_math's exp, tanh, log and log1p
     (numba compiles np.exp and the like of a number to a C library call per element, which
-    keeps the loop from being vectorized), in a loop over 2048 elements or more: the value
-    and gradient agree with the numpy backend's. Where a large variant leaves them to numpy
-    (arrays that fit in cache), numpy's own run; in a small loop, numba's."""
+    keeps the loop from being vectorized), in a loop over 512 elements or more (1000: the
+    large logistic regression's): the value and gradient agree with the numpy backend's.
+    Where a large variant leaves them to numpy (arrays that fit in cache), numpy's own run;
+    in a small loop, numba's."""
     want = srcgrad.value_and_grad(U.gated_softplus, wrt=(0, 1), specialize=False)
     n = jit.STREAMING + 3
     x, y = np.linspace(-6.0, 6.0, n), np.cos(np.linspace(0.0, 9.0, n))
-    for k in (n, 40, jit.LARGE):
+    for k in (n, 40, 1000, jit.LARGE):
         xs, ys = x[:k].copy(), y[:k].copy()
         vg = srcgrad.value_and_grad(U.gated_softplus, wrt=(0, 1), backend="numba")
         got, src = compiled_without_warning(vg, xs, ys)
