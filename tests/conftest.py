@@ -14,7 +14,7 @@ breaking a default run. A failing example is reproduced from what hypothesis pri
 falsifying example and `@reproduce_failure`), not from the database.
 
 The numba backend compiles each program for one to fifteen seconds: the default run takes a
-sample of the tests that compile with it (every third parametrization of each such test:
+sample of the tests that compile with it (every fourth parametrization of each such test:
 the ones parametrized with the backend "numba", and those of the test_numba*.py modules),
 and of the tests marked `sampled` (the corpus on dask); `--all-cases` or the deep profile
 takes every one (CI runs them all):
@@ -80,7 +80,7 @@ def pytest_terminal_summary(terminalreporter):
 # ---- the default run's sample of the numba items -----------------------------------------
 
 #: the default run takes every SAMPLE-th parametrization of a test that compiles with numba
-SAMPLE = 3
+SAMPLE = 4
 
 
 def pytest_configure(config):

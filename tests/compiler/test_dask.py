@@ -158,7 +158,7 @@ def _corpus_inputs():
                 yield pytest.param(case, make, id=f"{case.id}-{k}")
 
 
-@pytest.mark.sampled  # (every third input by default, tests/conftest.py; all with --all-cases)
+@pytest.mark.sampled  # (every fourth input by default, tests/conftest.py; all with --all-cases)
 @pytest.mark.parametrize("case,make", list(_corpus_inputs()))
 def test_corpus_gradient_on_dask_equals_numpy(case, make):
     g = srcgrad.grad(case.fn, wrt=case.wrt)

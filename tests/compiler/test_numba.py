@@ -1,6 +1,6 @@
 """The numba backend (`grad(f, backend="numba")`, srcgrad.jit).
 
-Every corpus program (every third one by default, tests/conftest.py; all of them with
+Every corpus program (every fourth one by default, tests/conftest.py; all of them with
 `--all-cases` or the deep hypothesis profile, as CI runs it) and every elementwise op a fused loop may contain is run through the
 backend and compared with the numpy backend (to 1e-10, float64); the benchmark-style
 programs must compile without falling back; reductions written as loops keep numpy's
@@ -508,7 +508,7 @@ def test_a_later_process_loads_numbas_cache(tmp_path):
 
 # ---- the corpus ---------------------------------------------------------------------------
 
-# numba compiles each program for a second or more: the default run takes every third
+# numba compiles each program for a second or more: the default run takes every fourth
 # corpus program (tests/conftest.py), `--all-cases` and the deep profile (and CI) every one
 _CORPUS = [c for c in C.CASES if not c.xfail]
 

@@ -26,9 +26,9 @@ def test_ci_runs_the_readme_test_command_first():
 
 def test_ci_runs_the_deeper_tests_the_readme_names():
     readme = " ".join(_read("README.md").split())
-    deep = ["python -m pytest -n auto tests/compiler/test_property.py "
+    deep = ["python -m pytest -n auto --dist worksteal tests/compiler/test_property.py "
             "--hypothesis-profile=deep",
-            'python -m pytest -n auto --all-cases -k "numba or sampled"']
+            'python -m pytest -n auto --dist worksteal --all-cases -k "numba or sampled"']
     for command in deep:
         assert f"`{command}`" in readme
     tests = [c for c in _commands(_read(".ci/run")) if "pytest" in c]
@@ -67,7 +67,7 @@ class _Config:
         return self.all_cases
 
 
-def test_the_default_run_takes_every_third_numba_case_and_all_cases_every_one():
+def test_the_default_run_takes_a_sample_of_the_numba_cases_and_all_cases_every_one():
     import conftest
 
     numba = [_Item("tests/compiler/test_x.py", "test_f", {"backend": "numba", "k": k})
@@ -82,8 +82,9 @@ def test_the_default_run_takes_every_third_numba_case_and_all_cases_every_one():
     config = _Config(all_cases=False)
     kept = list(items)
     conftest.pytest_collection_modifyitems(config, kept)
-    assert kept == [numba[0], numba[3], numba[6]] + numpy + [module[0], module[3]] + \
-        [marked[0]] + single
+    every = conftest.SAMPLE
+    assert 1 < every < 7
+    assert kept == numba[::every] + numpy + module[::every] + marked[::every] + single
     assert len(config.dropped) == len(items) - len(kept)
     config = _Config(all_cases=True)
     everything = list(items)
