@@ -582,7 +582,7 @@ class _Emitter:
             return self.spell(p, ins, e.params, call(self.mod.g("divide_numbers")))
         if p.array_spell is not None and getattr(self.mod, "array_methods", False) and \
                 self._arrays(e.ins[:1] if p.array_ndim is None else e.ins, p.array_ndim) \
-                and ins[0].isidentifier() and not _large_product(p, e):  # (an ndarray, by name)
+                and ins[0].isidentifier() and not _large_product(p, e):  # (ndarrays, by name)
             return self.spell(p, ins, e.params, p.array_spell)
         return self.spell(p, ins, e.params)
 

@@ -101,8 +101,9 @@ def _sampled(item) -> bool:
     spec = getattr(item, "callspec", None)
     if spec is None:
         return False
-    return item.get_closest_marker("sampled") is not None or any(isinstance(v, str) and v == "numba" for v in spec.params.values()) or \
-        os.path.basename(str(item.path)).startswith("test_numba")
+    return (item.get_closest_marker("sampled") is not None or
+            any(isinstance(v, str) and v == "numba" for v in spec.params.values()) or
+            os.path.basename(str(item.path)).startswith("test_numba"))
 
 
 def pytest_collection_modifyitems(config, items):

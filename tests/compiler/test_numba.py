@@ -1,11 +1,12 @@
 """The numba backend (`grad(f, backend="numba")`, srcgrad.jit).
 
 Every corpus program (every fourth one by default, tests/conftest.py; all of them with
-`--all-cases` or the deep hypothesis profile, as CI runs it) and every elementwise op a fused loop may contain is run through the
-backend and compared with the numpy backend (to 1e-10, float64); the benchmark-style
-programs must compile without falling back; reductions written as loops keep numpy's
-semantics (axes, keepdims, NaN); what numba cannot compile falls back to numpy with a
-warning that names the user's line; without numba, asking for it says how to install it.
+`--all-cases` or the deep hypothesis profile, as CI runs it) and every elementwise op a
+fused loop may contain is run through the backend and compared with the numpy backend (to
+1e-10, float64); the benchmark-style programs must compile without falling back;
+reductions written as loops keep numpy's semantics (axes, keepdims, NaN); what numba
+cannot compile falls back to numpy with a warning that names the user's line; without
+numba, asking for it says how to install it.
 Skipped where numba is not installed.
 """
 from __future__ import annotations
